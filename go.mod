@@ -1,0 +1,3 @@
+module github.com/coderunner/coderunner
+
+go 1.26.8

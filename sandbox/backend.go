@@ -1,0 +1,42 @@
+package sandbox
+
+import "context"
+
+// Backend runs programs in isolation.
+type Backend interface {
+	// Name is the backend's identifier: "native", "bwrap" or "docker".
+	Name() string
+	// Run executes spec and waits for it. Cancelling ctx stops the program
+	// and everything it started. A returned error means the sandbox itself
+	// failed (ErrInvalidSpec for a spec it refuses, ErrUnavailable when it
+	// cannot work here); the program's fate is always in the Result.
+	Run(ctx context.Context, spec *Spec) (*Result, error)
+}
+
+// Prober is implemented by backends that can tell what works on this
+// machine. doctor uses it.
+type Prober interface {
+	// Probe reports the facilities the backend found. A backend that
+	// cannot run here returns a report with Available false and the
+	// reason.
+	Probe(ctx context.Context) Report
+}
+
+// Report is what a backend found about this machine.
+type Report struct {
+	Backend   string
+	Available bool
+	// Reason says why the backend is unavailable, or is empty.
+	Reason string
+	// Checks are named facts, e.g. "user namespaces": "yes".
+	Checks []Check
+	// Warnings are weaknesses the backend has here.
+	Warnings []string
+}
+
+// Check is one fact of a Report.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}

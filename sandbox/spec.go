@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"io"
+	"io/fs"
+	"time"
+)
+
+// WorkspaceDir is where the writable workspace appears inside every sandbox.
+// It is also the default working directory and HOME of the program.
+const WorkspaceDir = "/workspace"
+
+// TmpDir is the size-capped scratch directory inside every sandbox.
+const TmpDir = "/tmp"
+
+// Spec describes one program to run in a sandbox.
+type Spec struct {
+	// Args is the argument vector. Args[0] is an absolute path inside the
+	// sandbox; no PATH lookup is done on it.
+	Args []string
+
+	// Env is the complete environment of the program, as "KEY=value"
+	// strings. Nothing else is added: the caller's environment is never
+	// inherited.
+	Env []string
+
+	// Stdin feeds the program's standard input. When nil, standard input
+	// is /dev/null.
+	Stdin io.Reader
+
+	// Stdout and Stderr, when set, receive the program's output as it is
+	// produced, in addition to the copy kept in the Result. Both see at
+	// most Limits.OutputBytes bytes.
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Dir is the working directory inside the sandbox. Empty means
+	// WorkspaceDir.
+	Dir string
+
+	// Mounts are host paths made visible inside the sandbox. They are
+	// read-only unless Writable is set. A Source that is a symbolic link on
+	// the host (such as /lib -> usr/lib) is recreated as the same link.
+	Mounts []Mount
+
+	// Workspace is a host directory mounted read-write at WorkspaceDir.
+	// When empty the backend gives the run a private, size-capped,
+	// throwaway workspace that is gone when Run returns.
+	Workspace string
+
+	// Files are written into the workspace before the program starts.
+	Files []File
+
+	// Limits bounds every resource the program may use.
+	Limits Limits
+
+	// SampleInterval, when positive, asks the backend to sample the CPU
+	// time and memory of the run at this interval and report the samples
+	// in Result.Samples. One sample is always taken at the end.
+	SampleInterval time.Duration
+}
+
+// Mount makes a host path visible inside the sandbox.
+type Mount struct {
+	// Source is the absolute host path.
+	Source string
+	// Target is the absolute path inside the sandbox. Empty means Source.
+	Target string
+	// Writable makes the mount read-write. Toolchain mounts never are.
+	Writable bool
+}
+
+// File is a regular file placed in the workspace before the program starts.
+type File struct {
+	// Path is relative to the workspace and may not leave it.
+	Path    string
+	Content []byte
+	// Mode holds the permission bits; zero means 0644.
+	Mode fs.FileMode
+}

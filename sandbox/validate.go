@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Bounds on the size of a spec, so that no request can make the sandbox
+// setup itself grow without limit.
+const (
+	MaxArgs       = 4096
+	MaxEnv        = 4096
+	MaxArgBytes   = 1 << 20
+	MaxMounts     = 128
+	MaxFiles      = 1024
+	MaxFilesBytes = 64 << 20
+)
+
+// Validate checks a spec whose Limits already went through WithDefaults. It
+// names the offending field in the error.
+func (s *Spec) Validate() error {
+	if len(s.Args) == 0 {
+		return fmt.Errorf("%w: Args is empty", ErrInvalidSpec)
+	}
+	if len(s.Args) > MaxArgs || len(s.Env) > MaxEnv {
+		return fmt.Errorf("%w: too many Args or Env entries", ErrInvalidSpec)
+	}
+	if !path.IsAbs(s.Args[0]) {
+		return fmt.Errorf("%w: Args[0] %q is not an absolute path", ErrInvalidSpec, s.Args[0])
+	}
+	total := 0
+	for i, a := range s.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: Args[%d] contains a NUL byte", ErrInvalidSpec, i)
+		}
+		total += len(a)
+	}
+	for i, e := range s.Env {
+		if strings.IndexByte(e, 0) >= 0 || !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
+			return fmt.Errorf("%w: Env[%d] is not KEY=value", ErrInvalidSpec, i)
+		}
+		total += len(e)
+	}
+	if total > MaxArgBytes {
+		return fmt.Errorf("%w: Args and Env hold %d bytes, more than %d", ErrInvalidSpec, total, MaxArgBytes)
+	}
+	if s.Dir != "" && (!path.IsAbs(s.Dir) || strings.IndexByte(s.Dir, 0) >= 0) {
+		return fmt.Errorf("%w: Dir %q is not an absolute path", ErrInvalidSpec, s.Dir)
+	}
+	if len(s.Mounts) > MaxMounts {
+		return fmt.Errorf("%w: %d Mounts, more than %d", ErrInvalidSpec, len(s.Mounts), MaxMounts)
+	}
+	for i, m := range s.Mounts {
+		if !isCleanAbs(m.Source) {
+			return fmt.Errorf("%w: Mounts[%d].Source %q is not a clean absolute path", ErrInvalidSpec, i, m.Source)
+		}
+		if m.Target != "" && !isCleanAbs(m.Target) {
+			return fmt.Errorf("%w: Mounts[%d].Target %q is not a clean absolute path", ErrInvalidSpec, i, m.Target)
+		}
+		if t := m.target(); t == "/" || reserved(t) {
+			return fmt.Errorf("%w: Mounts[%d].Target %q is reserved by the sandbox", ErrInvalidSpec, i, t)
+		}
+	}
+	if s.Workspace != "" && !isCleanAbs(s.Workspace) {
+		return fmt.Errorf("%w: Workspace %q is not a clean absolute path", ErrInvalidSpec, s.Workspace)
+	}
+	if len(s.Files) > MaxFiles {
+		return fmt.Errorf("%w: %d Files, more than %d", ErrInvalidSpec, len(s.Files), MaxFiles)
+	}
+	size := 0
+	for i, f := range s.Files {
+		if err := ValidRelativePath(f.Path); err != nil {
+			return fmt.Errorf("%w: Files[%d].Path: %v", ErrInvalidSpec, i, err)
+		}
+		if f.Mode&^0o777 != 0 {
+			return fmt.Errorf("%w: Files[%d].Mode %v has bits other than permissions", ErrInvalidSpec, i, f.Mode)
+		}
+		size += len(f.Content)
+	}
+	if size > MaxFilesBytes {
+		return fmt.Errorf("%w: Files hold %d bytes, more than %d", ErrInvalidSpec, size, MaxFilesBytes)
+	}
+	return s.Limits.Validate()
+}
+
+// Target is the path of the mount inside the sandbox.
+func (m Mount) target() string {
+	if m.Target == "" {
+		return m.Source
+	}
+	return m.Target
+}
+
+// TargetPath is the path of the mount inside the sandbox.
+func (m Mount) TargetPath() string { return m.target() }
+
+// ValidRelativePath accepts a clean relative path that stays inside the
+// directory it is relative to: no "..", no absolute path, no NUL.
+func ValidRelativePath(p string) error {
+	switch {
+	case p == "" || p == ".":
+		return fmt.Errorf("empty path")
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%q contains a NUL byte", p)
+	case path.IsAbs(p):
+		return fmt.Errorf("%q is absolute", p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("%q is not clean", p)
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Errorf("%q leaves the workspace", p)
+	case len(p) > 4096:
+		return fmt.Errorf("path longer than 4096 bytes")
+	}
+	return nil
+}
+
+func isCleanAbs(p string) bool {
+	return path.IsAbs(p) && path.Clean(p) == p && strings.IndexByte(p, 0) < 0 && len(p) <= 4096
+}
+
+// reserved reports whether a sandbox path is owned by the backend itself.
+func reserved(p string) bool {
+	for _, r := range []string{"/proc", "/dev", "/etc", WorkspaceDir, TmpDir} {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
