@@ -1,0 +1,34 @@
+// Package testutil holds helpers shared by the project's tests.
+//
+// Tests that need root, a backend or a machine feature call Require or one
+// of its wrappers. Outside CI a missing requirement skips the test with the
+// reason; under CI=true it fails it, so that nothing is silently skipped
+// where the whole suite must run.
+package testutil
+
+import (
+	"os"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI (CI=true), where every
+// privileged and backend test must run.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Require skips the test when ok is false, or fails it under CI.
+func Require(t testing.TB, ok bool, reason string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if InCI() {
+		t.Fatalf("required under CI=true: %s", reason)
+	}
+	t.Skip(reason)
+}
+
+// RequireRoot requires the test to run as uid 0.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	Require(t, os.Geteuid() == 0, "needs root")
+}
