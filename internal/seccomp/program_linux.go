@@ -1,0 +1,152 @@
+package seccomp
+
+import (
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// Offsets into struct seccomp_data (<linux/seccomp.h>):
+// int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// argLow is the offset of the low 32 bits of args[i]. Every supported
+// architecture is little-endian, so they come first.
+func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
+
+// bpfMaxInsns is BPF_MAXINSNS, the kernel's limit on a classic BPF program.
+const bpfMaxInsns = 4096
+
+// Actions the filter returns.
+const (
+	retAllow       = unix.SECCOMP_RET_ALLOW
+	retKillProcess = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM       = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)&unix.SECCOMP_RET_DATA
+	retENOSYS      = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)&unix.SECCOMP_RET_DATA
+)
+
+// cloneNamespaceFlags are the clone(2) flags that create namespaces. The
+// kernel uses only the low 32 bits of clone's flags, and all of these live
+// there.
+//
+// CLONE_NEWTIME (0x80) overlaps CSIGNAL, the exit-signal byte of clone(2):
+// the kernel reads it as part of the signal number there, so a time
+// namespace can only come from clone3 or unshare, both refused. Keeping it in
+// the mask still costs nothing, since it only refuses exit signals of 128
+// and above, which no valid program passes.
+const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
+
+// Terminal ioctls that push input into a terminal or drive the console:
+// with them, code that inherits a terminal types commands into the shell
+// that started it once the sandbox exits (CVE-2016-7545 and relatives).
+var deniedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+
+// Program returns the filter for the architecture this binary runs on.
+func Program() ([]unix.SockFilter, error) {
+	return ProgramFor(runtime.GOARCH)
+}
+
+// ProgramFor builds the filter for the named GOARCH ("amd64" or "arm64").
+func ProgramFor(goarch string) ([]unix.SockFilter, error) {
+	a, ok := archs[goarch]
+	if !ok {
+		return nil, fmt.Errorf("unable to build seccomp filter for %q: %w", goarch, ErrUnsupportedArch)
+	}
+	nr := func(name string) (uint32, error) {
+		n, ok := a.nr[name]
+		if !ok {
+			return 0, fmt.Errorf("unable to build seccomp filter for %s: no number for %s", goarch, name)
+		}
+		return n, nil
+	}
+
+	var p asm
+	// The arch check comes first: the same number means different calls
+	// under another ABI (int 0x80 on amd64, AArch32 on arm64), and a
+	// denylist written for one ABI does not hold for the other.
+	p.load(offArch)
+	p.jeq(a.auditArch, next, lblKill)
+	p.load(offNr)
+	if a.x32 {
+		// x32 calls carry the native audit arch but reach other entry
+		// points; the kernel treats nr as unsigned, so negative numbers
+		// land here too.
+		p.jge(x32SyscallBit, lblKill, next)
+	}
+
+	// Dispatch on nr alone, loading arguments only in the blocks below:
+	// that lets the kernel (5.11+) prove the filter always allows every
+	// other call and skip running it for them.
+	for _, special := range []struct {
+		name string
+		to   label
+	}{
+		{"clone", lblClone},
+		{"clone3", lblENOSYS},
+		{"ioctl", lblIoctl},
+		{"personality", lblPersonality},
+	} {
+		n, err := nr(special.name)
+		if err != nil {
+			return nil, err
+		}
+		p.jeq(n, special.to, next)
+	}
+	for _, name := range denied {
+		if a.absent[name] {
+			continue
+		}
+		n, err := nr(name)
+		if err != nil {
+			return nil, err
+		}
+		p.jeq(n, lblEPERM, next)
+	}
+	p.jump(lblAllow)
+
+	// clone: refuse new namespaces, allow fork, vfork and threads. The flags
+	// are args[0] on both amd64 and arm64 (CLONE_BACKWARDS on arm64 swaps
+	// only the tls and child_tid arguments).
+	p.mark(lblClone)
+	p.load(argLow(0))
+	p.jset(cloneNamespaceFlags, lblEPERM, lblAllow)
+
+	// ioctl: the kernel truncates the request to 32 bits (it is an
+	// unsigned int in the VFS), so comparing the low word is exact.
+	p.mark(lblIoctl)
+	p.load(argLow(1))
+	for _, req := range deniedIoctls {
+		p.jeq(req, lblEPERM, next)
+	}
+	p.jump(lblAllow)
+
+	// personality takes an unsigned int, so again only the low word counts.
+	p.mark(lblPersonality)
+	p.load(argLow(0))
+	for _, v := range allowedPersonalities {
+		p.jeq(v, lblAllow, next)
+	}
+	p.jump(lblEPERM)
+
+	p.mark(lblAllow)
+	p.ret(retAllow)
+	p.mark(lblEPERM)
+	p.ret(retEPERM)
+	p.mark(lblENOSYS)
+	p.ret(retENOSYS)
+	p.mark(lblKill)
+	p.ret(retKillProcess)
+
+	prog, err := p.assemble()
+	if err != nil {
+		return nil, fmt.Errorf("unable to build seccomp filter for %s: %w", goarch, err)
+	}
+	return prog, nil
+}
