@@ -1,0 +1,74 @@
+package judge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxRequestBytes is the largest JSON request DecodeRequest reads. It leaves
+// room for MaxCodeBytes of code and MaxTestDataBytes of test data, escaped.
+const MaxRequestBytes = 64 << 20
+
+// DecodeRequest reads one JSON ExecutionRequest from r.
+//
+// It never reads more than MaxRequestBytes (+1 to detect the excess), so the
+// memory it allocates is bounded by that; callers that face the network
+// should still pass a reader limited to what they accept (for example
+// http.MaxBytesReader) so that they can answer 413 early. Unknown fields are
+// ignored, as clients of Judge0 and Piston expect, here and in every nested
+// object; trailing data after the object is an error. The request is not
+// validated: Judge.Execute does that, so that a refusal is still an
+// ExecutionResult.
+//
+// Errors wrap ErrRequestTooLarge or ErrInvalidRequest.
+func DecodeRequest(r io.Reader) (ExecutionRequest, error) {
+	lr := &io.LimitedReader{R: r, N: MaxRequestBytes + 1}
+	dec := json.NewDecoder(lr)
+	var req ExecutionRequest
+	err := dec.Decode(&req)
+	if lr.N <= 0 {
+		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, MaxRequestBytes)
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return ExecutionRequest{}, fmt.Errorf("%w: empty body", ErrInvalidRequest)
+		}
+		return ExecutionRequest{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if lr.N <= 0 {
+			return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, MaxRequestBytes)
+		}
+		return ExecutionRequest{}, fmt.Errorf("%w: unexpected data after the request object", ErrInvalidRequest)
+	}
+	return req, nil
+}
+
+// UnmarshalJSON decodes a test case, accepting "expected" for
+// "expected_output". Both may be given only when they are equal: a client
+// that sends two different answers has a bug worth reporting.
+func (tc *TestCase) UnmarshalJSON(data []byte) error {
+	type plain TestCase
+	var aux struct {
+		plain
+		Expected *string `json:"expected"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	if aux.Expected != nil {
+		var probe struct {
+			ExpectedOutput *string `json:"expected_output"`
+		}
+		// The first Unmarshal succeeded, so this one cannot fail.
+		_ = json.Unmarshal(data, &probe)
+		if probe.ExpectedOutput != nil && *probe.ExpectedOutput != *aux.Expected {
+			return fmt.Errorf("test case %q: expected and expected_output differ", aux.ID)
+		}
+		aux.ExpectedOutput = *aux.Expected
+	}
+	*tc = TestCase(aux.plain)
+	return nil
+}

@@ -1,0 +1,26 @@
+package judge
+
+import (
+	"context"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// Engine compiles and runs programs for the judge.
+type Engine interface {
+	// Prepare makes code ready to run: compiles it when the language is
+	// compiled (using a compile cache). A compilation failure is returned
+	// as *CompileError (with the compiler output), not as a Program. An
+	// unknown language is an error wrapping ErrUnsupportedLanguage. Other
+	// errors are infrastructure failures.
+	Prepare(ctx context.Context, language, code string) (Program, error)
+}
+
+// Program is a prepared program that can be run many times, concurrently.
+type Program interface {
+	// Run runs the program once with stdin as its standard input. The
+	// verdict is in the Result; an error means the machinery failed.
+	Run(ctx context.Context, stdin []byte, limits sandbox.Limits) (*sandbox.Result, error)
+	// Close releases what Prepare set up.
+	Close() error
+}

@@ -1,0 +1,270 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// DefaultMaxOutputKB is spec 000's max_output_size_kb.
+const DefaultMaxOutputKB = 64
+
+// Options configure a Judge. Zero fields take their defaults.
+type Options struct {
+	// Parallel is how many tests run at once; default runtime.NumCPU().
+	Parallel int
+	// MaxOutputKB caps each output stream of a run, in KiB; default
+	// DefaultMaxOutputKB. The cap is never below twice the largest
+	// expected output of the request.
+	MaxOutputKB int
+	// Logger receives warnings (suspicious code, failures of the
+	// machinery); default discards them.
+	Logger *slog.Logger
+	// Now is the clock of total_time_ms; default time.Now. Tests set it
+	// to get stable results. The total timeout uses real timers.
+	Now func() time.Time
+}
+
+// Judge runs a request's code against its test cases through an Engine and
+// gives spec 000's verdict. It is safe for concurrent use.
+type Judge struct {
+	engine    Engine
+	parallel  int
+	maxOutput int64
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// errTotalTimeout is the cause of the cancellation when total_timeout_ms
+// runs out, told apart from a failure or the caller's cancellation.
+var errTotalTimeout = errors.New("total timeout exceeded")
+
+// New returns a Judge that prepares and runs programs with engine.
+func New(engine Engine, opts Options) *Judge {
+	j := &Judge{
+		engine:    engine,
+		parallel:  opts.Parallel,
+		maxOutput: int64(opts.MaxOutputKB) * 1024,
+		log:       opts.Logger,
+		now:       opts.Now,
+	}
+	if j.parallel <= 0 {
+		j.parallel = runtime.NumCPU()
+	}
+	if j.maxOutput <= 0 {
+		j.maxOutput = DefaultMaxOutputKB * 1024
+	}
+	if j.log == nil {
+		j.log = slog.New(slog.DiscardHandler)
+	}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	return j
+}
+
+// Execute validates req, prepares its code once and runs every test case,
+// up to Options.Parallel at a time, within req.TotalTimeoutMS of wall-clock
+// time counted from the start of the tests (compilation has its own limit,
+// in the Engine). It never fails and never panics: a refused request, a
+// compilation error and a failure of the machinery are all results with
+// their status and error_info.
+func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res ExecutionResult) {
+	start := j.now()
+	elapsed := func() int64 { return max(0, j.now().Sub(start).Milliseconds()) }
+	stage := StageValidation
+	defer func() {
+		if r := recover(); r != nil {
+			j.log.Error("judge panicked", "request_id", req.RequestID, "stage", stage,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res = sandboxErrorResult(req, stage, errors.New("internal error"), elapsed())
+		}
+	}()
+
+	req = req.WithDefaults()
+	if err := req.Validate(); err != nil {
+		return InvalidRequestResult(req.RequestID, err, elapsed())
+	}
+	cmp, err := ParseCompare(req.Compare)
+	if err != nil { // Validate checked it; kept so that a change there cannot panic here.
+		return InvalidRequestResult(req.RequestID, err, elapsed())
+	}
+	code, suspicious := SanitizeCode(req.Code, req.Language)
+	for _, p := range suspicious {
+		j.log.Warn("suspicious code pattern", "request_id", req.RequestID, "language", req.Language, "pattern", p)
+	}
+
+	stage = StageCompilation
+	prog, err := j.engine.Prepare(ctx, req.Language, code)
+	var ce *CompileError
+	switch {
+	case errors.As(err, &ce):
+		return compilationErrorResult(req, ce, elapsed())
+	case errors.Is(err, ErrUnsupportedLanguage):
+		return unsupportedLanguageResult(req, elapsed())
+	case err != nil:
+		j.log.Error("preparing the program failed", "request_id", req.RequestID, "language", req.Language, "error", err)
+		return sandboxErrorResult(req, stage, fmt.Errorf("unable to prepare the program: %w", err), elapsed())
+	case prog == nil:
+		j.log.Error("engine returned no program", "request_id", req.RequestID, "language", req.Language)
+		return sandboxErrorResult(req, stage, errors.New("unable to prepare the program"), elapsed())
+	}
+	defer func() {
+		if err := prog.Close(); err != nil {
+			j.log.Warn("closing the program failed", "request_id", req.RequestID, "error", err)
+		}
+	}()
+
+	stage = StageExecution
+	results, err := j.runTests(ctx, req, prog, cmp)
+	if err != nil {
+		j.log.Error("running the tests failed", "request_id", req.RequestID, "language", req.Language, "error", err)
+		return sandboxErrorResult(req, stage, err, elapsed())
+	}
+	return buildResult(req, results, elapsed())
+}
+
+// runTests runs every test of a valid request and returns their verdicts in
+// request order, or the first failure of the machinery.
+func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program, cmp Comparator) ([]TestResult, error) {
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	total := time.Duration(req.TotalTimeoutMS) * time.Millisecond
+	totalCtx, cancelTotal := context.WithTimeoutCause(runCtx, total, errTotalTimeout)
+	defer cancelTotal()
+
+	base := sandbox.Limits{
+		Memory:      int64(req.MemoryLimitMB) * sandbox.MiB,
+		CPUs:        req.CPULimit,
+		OutputBytes: j.outputCap(req),
+	}
+	results := make([]TestResult, len(req.TestCases))
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancelRun(err)
+	}
+
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(j.parallel, len(req.TestCases)) {
+		wg.Go(func() {
+			for i := range next {
+				tr, err := j.runOne(totalCtx, req, i, prog, cmp, base)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				results[i] = tr
+			}
+		})
+	}
+	fed := 0
+feed:
+	for ; fed < len(req.TestCases); fed++ {
+		select {
+		case next <- fed:
+		case <-totalCtx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if fed < len(req.TestCases) {
+		if cause := context.Cause(totalCtx); !errors.Is(cause, errTotalTimeout) {
+			return nil, fmt.Errorf("judging stopped: %w", cause)
+		}
+		for i := fed; i < len(req.TestCases); i++ {
+			results[i] = maybeRedact(req.TestCases[i], totalTimeoutResult(req.TestCases[i]), nil)
+		}
+	}
+	return results, nil
+}
+
+// runOne runs test i. A panic in the Engine or here is a failure of the
+// machinery, reported as an error with the stack in the log.
+func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Program, cmp Comparator, limits sandbox.Limits) (tr TestResult, err error) {
+	tc := req.TestCases[i]
+	defer func() {
+		if r := recover(); r != nil {
+			j.log.Error("test run panicked", "request_id", req.RequestID, "test_id", tc.ID,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error while running test %s", tc.ID)
+		}
+	}()
+
+	if ctx.Err() != nil {
+		return j.stopped(ctx, tc)
+	}
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if tc.TimeoutMS != 0 {
+		timeout = time.Duration(tc.TimeoutMS) * time.Millisecond
+	}
+	limits.WallTime, limits.CPUTime = timeout, timeout
+
+	res, err := prog.Run(ctx, []byte(tc.Input), limits)
+	// A run that ended on its own keeps its verdict even if the deadline
+	// passed meanwhile; any other end after the deadline is the deadline's
+	// doing (the backend killed it, or gave up).
+	if ctx.Err() != nil && (err != nil || res == nil || res.Status != sandbox.StatusOK) {
+		return j.stopped(ctx, tc)
+	}
+	if err != nil {
+		return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
+	}
+	if res == nil {
+		return TestResult{}, fmt.Errorf("test %s: the engine returned no result", tc.ID)
+	}
+	tr, err = verdict(tc, req.Language, cmp, res)
+	if err != nil {
+		return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
+	}
+	return maybeRedact(tc, tr, res), nil
+}
+
+// stopped is the verdict on a test whose run was cut short by the end of
+// ctx: a timeout when total_timeout_ms ran out, else the reason judging
+// stopped.
+func (j *Judge) stopped(ctx context.Context, tc TestCase) (TestResult, error) {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errTotalTimeout) {
+		return maybeRedact(tc, totalTimeoutResult(tc), nil), nil
+	}
+	return TestResult{}, fmt.Errorf("judging stopped: %w", cause)
+}
+
+// outputCap is the per-stream output limit of every run of req: the
+// configured cap, raised to twice the largest expected output so that a
+// correct answer always fits.
+func (j *Judge) outputCap(req ExecutionRequest) int64 {
+	c := j.maxOutput
+	for _, tc := range req.TestCases {
+		c = max(c, 2*int64(len(tc.ExpectedOutput)))
+	}
+	return c
+}
+
+func maybeRedact(tc TestCase, tr TestResult, res *sandbox.Result) TestResult {
+	if !tc.IsHidden {
+		return tr
+	}
+	return redact(tr, res)
+}

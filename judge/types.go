@@ -1,0 +1,148 @@
+package judge
+
+// ExecutionRequest asks the judge to run code against test cases (spec 000
+// ExecutionRequest, CONTRACT §4.2).
+//
+// A zero TimeoutMS, TotalTimeoutMS, MemoryLimitMB or CPULimit takes its
+// default (DefaultTimeoutMS, DefaultTotalTimeoutMS, DefaultMemoryLimitMB,
+// DefaultCPULimit), as a zero field of sandbox.Limits does; an empty Compare
+// means "normalized". The JSON form therefore treats an absent field and an
+// explicit 0 alike.
+type ExecutionRequest struct {
+	// RequestID identifies the request; it is echoed in the result. The
+	// judge does not invent one when it is empty.
+	RequestID string `json:"request_id"`
+	// Code is the program's source.
+	Code string `json:"code"`
+	// Language is a language id or alias of the language table; the result
+	// echoes it as given.
+	Language string `json:"language"`
+	// TestCases are run in parallel; results keep this order.
+	TestCases []TestCase `json:"test_cases"`
+	// TimeoutMS is the wall-clock (and CPU) time limit of each test.
+	TimeoutMS int `json:"timeout_ms"`
+	// TotalTimeoutMS bounds the wall-clock time of all the tests together.
+	TotalTimeoutMS int `json:"total_timeout_ms"`
+	// MemoryLimitMB is the memory limit of each run, in MiB.
+	MemoryLimitMB int `json:"memory_limit_mb"`
+	// CPULimit is the CPU bandwidth of each run, in cores.
+	CPULimit float64 `json:"cpu_limit"`
+	// Metadata is carried along for the caller and never interpreted.
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// Compare is the output comparison mode (see ParseCompare).
+	Compare string `json:"compare,omitempty"`
+}
+
+// TestCase is one input with its expected output (spec 000 TestCase). When
+// decoded from JSON, "expected" is accepted as another name for
+// "expected_output".
+type TestCase struct {
+	// ID names the test in the result; an empty ID becomes "test_<index>".
+	ID string `json:"id"`
+	// Input is given to the program on stdin.
+	Input string `json:"input"`
+	// ExpectedOutput is compared with the program's stdout.
+	ExpectedOutput string `json:"expected_output"`
+	// IsHidden keeps the test's outputs out of the result.
+	IsHidden bool `json:"is_hidden"`
+	// TimeoutMS, when not zero, replaces the request's TimeoutMS for this
+	// test, larger or smaller.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// Description is for humans.
+	Description string `json:"description,omitempty"`
+}
+
+// ExecutionResult is the judge's answer (spec 000 ExecutionResult).
+type ExecutionResult struct {
+	RequestID   string          `json:"request_id"`
+	Status      ExecutionStatus `json:"status"`
+	TestResults []TestResult    `json:"test_results"`
+	// TotalTimeMS is the time Execute took, compilation included.
+	TotalTimeMS int64 `json:"total_time_ms"`
+	// CompilationOutput is the compiler's diagnostics when compilation
+	// failed, else nil.
+	CompilationOutput *string `json:"compilation_output"`
+	// Summary is a one-line human-readable account.
+	Summary string `json:"summary"`
+	// ErrorInfo describes the first failure, or is nil when the status is
+	// all_passed or some_passed.
+	ErrorInfo *ExecutionError `json:"error_info"`
+}
+
+// ExecutionStatus is the overall verdict of a request.
+type ExecutionStatus string
+
+// The overall verdicts.
+const (
+	StatusAllPassed        ExecutionStatus = "all_passed"
+	StatusSomePassed       ExecutionStatus = "some_passed"
+	StatusAllFailed        ExecutionStatus = "all_failed"
+	StatusCompilationError ExecutionStatus = "compilation_error"
+	StatusRuntimeError     ExecutionStatus = "runtime_error"
+	StatusTimeout          ExecutionStatus = "timeout"
+	StatusMemoryExceeded   ExecutionStatus = "memory_exceeded"
+	// StatusSandboxError means the request was refused or the machinery
+	// failed; it says nothing about the program.
+	StatusSandboxError ExecutionStatus = "sandbox_error"
+)
+
+// TestResult is the verdict on one test case (spec 000 TestResult).
+type TestResult struct {
+	TestID string     `json:"test_id"`
+	Status TestStatus `json:"status"`
+	// ActualOutput is the program's stdout; empty for hidden tests.
+	ActualOutput string `json:"actual_output"`
+	// ExpectedOutput echoes the test's expected output; empty for hidden
+	// tests.
+	ExpectedOutput string `json:"expected_output"`
+	// ExecutionTimeMS is the wall time of the run.
+	ExecutionTimeMS int64 `json:"execution_time_ms"`
+	// MemoryUsedKB is the peak memory of the run's process tree.
+	MemoryUsedKB int64 `json:"memory_used_kb"`
+	// ErrorMessage explains a failure other than a wrong answer, else nil.
+	ErrorMessage *string `json:"error_message"`
+}
+
+// TestStatus is the verdict on one test case.
+type TestStatus string
+
+// The per-test verdicts.
+const (
+	TestPassed         TestStatus = "passed"
+	TestWrongAnswer    TestStatus = "wrong_answer"
+	TestRuntimeError   TestStatus = "runtime_error"
+	TestTimeout        TestStatus = "timeout"
+	TestMemoryExceeded TestStatus = "memory_exceeded"
+)
+
+// ExecutionError describes why a request did not pass (spec 000
+// ExecutionError).
+type ExecutionError struct {
+	// Code is one of the Code* constants or an upper-cased TestStatus.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Stage is "validation", "compilation" or "execution".
+	Stage string `json:"stage"`
+	// Details holds further output (the start of the failing test's
+	// stdout, the compiler's stdout), or nil.
+	Details *string `json:"details"`
+}
+
+// Error codes of ExecutionError that do not come from a test verdict.
+const (
+	CodeValidationError     = "VALIDATION_ERROR"
+	CodeUnsupportedLanguage = "UNSUPPORTED_LANGUAGE"
+	CodeCompilationError    = "COMPILATION_ERROR"
+	CodeNoTests             = "NO_TESTS"
+	CodeSandboxError        = "SANDBOX_ERROR"
+)
+
+// Stages of ExecutionError.
+const (
+	StageValidation  = "validation"
+	StageCompilation = "compilation"
+	StageExecution   = "execution"
+)
+
+// strp returns a pointer to a copy of s, for the nullable JSON fields.
+func strp(s string) *string { return &s }
