@@ -14,6 +14,9 @@ type archTable struct {
 	// x32 is set where the kernel also accepts system calls with
 	// __X32_SYSCALL_BIT set under the same audit arch.
 	x32 bool
+	// tiocsti and tioclinux are the terminal ioctl requests the filter
+	// refuses; their numbers differ between architecture families.
+	tiocsti, tioclinux uint32
 	// nr maps every system call the policy names to its number.
 	nr map[string]uint32
 	// absent lists the policy's system calls this architecture never had.
@@ -38,6 +41,8 @@ var archs = map[string]*archTable{
 	"amd64": {
 		auditArch: auditArchX86_64,
 		x32:       true,
+		tiocsti:   0x5412,
+		tioclinux: 0x541c,
 		nr: map[string]uint32{
 			"ioctl":             16,
 			"clone":             56,
@@ -104,6 +109,8 @@ var archs = map[string]*archTable{
 	},
 	"arm64": {
 		auditArch: auditArchAARCH64,
+		tiocsti:   0x5412,
+		tioclinux: 0x541c,
 		nr: map[string]uint32{
 			"lookup_dcookie":    18,
 			"ioctl":             29,

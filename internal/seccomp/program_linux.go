@@ -22,7 +22,8 @@ func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
 // bpfMaxInsns is BPF_MAXINSNS, the kernel's limit on a classic BPF program.
 const bpfMaxInsns = 4096
 
-// Actions the filter returns.
+// Actions the filter returns. EPERM and ENOSYS have the same numbers on
+// every supported architecture (the generic errno table).
 const (
 	retAllow       = unix.SECCOMP_RET_ALLOW
 	retKillProcess = unix.SECCOMP_RET_KILL_PROCESS
@@ -42,11 +43,6 @@ const (
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 	unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
-
-// Terminal ioctls that push input into a terminal or drive the console:
-// with them, code that inherits a terminal types commands into the shell
-// that started it once the sandbox exits (CVE-2016-7545 and relatives).
-var deniedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
 
 // Program returns the filter for the architecture this binary runs on.
 func Program() ([]unix.SockFilter, error) {
@@ -118,14 +114,16 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 	p.load(argLow(0))
 	p.jset(cloneNamespaceFlags, lblEPERM, lblAllow)
 
-	// ioctl: the kernel truncates the request to 32 bits (it is an
-	// unsigned int in the VFS), so comparing the low word is exact.
+	// ioctl: TIOCSTI pushes bytes into a terminal's input queue and
+	// TIOCLINUX can paste the console selection, so code that inherits a
+	// terminal could type commands into the shell that started it once the
+	// sandbox exits (CVE-2016-7545 and relatives). The kernel truncates the
+	// request to 32 bits (an unsigned int in the VFS), so comparing the low
+	// word is exact.
 	p.mark(lblIoctl)
 	p.load(argLow(1))
-	for _, req := range deniedIoctls {
-		p.jeq(req, lblEPERM, next)
-	}
-	p.jump(lblAllow)
+	p.jeq(a.tiocsti, lblEPERM, next)
+	p.jeq(a.tioclinux, lblEPERM, lblAllow)
 
 	// personality takes an unsigned int, so again only the low word counts.
 	p.mark(lblPersonality)

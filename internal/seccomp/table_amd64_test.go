@@ -1,0 +1,62 @@
+package seccomp
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestAMD64TableMatchesUnix(t *testing.T) {
+	checkBuildArchTable(t, "amd64", map[string]uint32{
+		// Policy.
+		"ioctl": unix.SYS_IOCTL, "clone": unix.SYS_CLONE, "clone3": unix.SYS_CLONE3,
+		"personality": unix.SYS_PERSONALITY,
+		"mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "pivot_root": unix.SYS_PIVOT_ROOT,
+		"chroot": unix.SYS_CHROOT, "open_tree": unix.SYS_OPEN_TREE, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR,
+		"move_mount": unix.SYS_MOVE_MOUNT, "mount_setattr": unix.SYS_MOUNT_SETATTR,
+		"fsopen": unix.SYS_FSOPEN, "fsconfig": unix.SYS_FSCONFIG, "fsmount": unix.SYS_FSMOUNT,
+		"fspick": unix.SYS_FSPICK, "ptrace": unix.SYS_PTRACE,
+		"process_vm_readv": unix.SYS_PROCESS_VM_READV, "process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
+		"kcmp": unix.SYS_KCMP, "pidfd_getfd": unix.SYS_PIDFD_GETFD,
+		"kexec_load": unix.SYS_KEXEC_LOAD, "kexec_file_load": unix.SYS_KEXEC_FILE_LOAD,
+		"init_module": unix.SYS_INIT_MODULE, "finit_module": unix.SYS_FINIT_MODULE,
+		"delete_module": unix.SYS_DELETE_MODULE, "bpf": unix.SYS_BPF,
+		"perf_event_open": unix.SYS_PERF_EVENT_OPEN, "keyctl": unix.SYS_KEYCTL,
+		"add_key": unix.SYS_ADD_KEY, "request_key": unix.SYS_REQUEST_KEY,
+		"userfaultfd": unix.SYS_USERFAULTFD, "io_uring_setup": unix.SYS_IO_URING_SETUP,
+		"io_uring_enter": unix.SYS_IO_URING_ENTER, "io_uring_register": unix.SYS_IO_URING_REGISTER,
+		"setns": unix.SYS_SETNS, "unshare": unix.SYS_UNSHARE, "swapon": unix.SYS_SWAPON,
+		"swapoff": unix.SYS_SWAPOFF, "reboot": unix.SYS_REBOOT,
+		"settimeofday": unix.SYS_SETTIMEOFDAY, "clock_settime": unix.SYS_CLOCK_SETTIME,
+		"clock_adjtime": unix.SYS_CLOCK_ADJTIME, "adjtimex": unix.SYS_ADJTIMEX,
+		"acct": unix.SYS_ACCT, "quotactl": unix.SYS_QUOTACTL, "quotactl_fd": unix.SYS_QUOTACTL_FD,
+		"syslog": unix.SYS_SYSLOG, "vhangup": unix.SYS_VHANGUP, "iopl": unix.SYS_IOPL,
+		"ioperm": unix.SYS_IOPERM, "uselib": unix.SYS_USELIB, "ustat": unix.SYS_USTAT,
+		"sysfs": unix.SYS_SYSFS, "_sysctl": unix.SYS__SYSCTL, "nfsservctl": unix.SYS_NFSSERVCTL,
+		"lookup_dcookie": unix.SYS_LOOKUP_DCOOKIE, "open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT,
+		"name_to_handle_at": unix.SYS_NAME_TO_HANDLE_AT, "fanotify_init": unix.SYS_FANOTIFY_INIT,
+
+		// Ordinary calls used by the VM tests.
+		"read": unix.SYS_READ, "write": unix.SYS_WRITE, "open": unix.SYS_OPEN, "close": unix.SYS_CLOSE,
+		"stat": unix.SYS_STAT, "fstat": unix.SYS_FSTAT, "lseek": unix.SYS_LSEEK, "mmap": unix.SYS_MMAP,
+		"mprotect": unix.SYS_MPROTECT, "munmap": unix.SYS_MUNMAP, "brk": unix.SYS_BRK,
+		"rt_sigaction": unix.SYS_RT_SIGACTION, "rt_sigprocmask": unix.SYS_RT_SIGPROCMASK,
+		"rt_sigreturn": unix.SYS_RT_SIGRETURN, "access": unix.SYS_ACCESS, "pipe": unix.SYS_PIPE,
+		"sched_yield": unix.SYS_SCHED_YIELD, "mremap": unix.SYS_MREMAP, "madvise": unix.SYS_MADVISE,
+		"dup2": unix.SYS_DUP2, "nanosleep": unix.SYS_NANOSLEEP, "getpid": unix.SYS_GETPID,
+		"socket": unix.SYS_SOCKET, "fork": unix.SYS_FORK, "vfork": unix.SYS_VFORK,
+		"execve": unix.SYS_EXECVE, "exit": unix.SYS_EXIT, "wait4": unix.SYS_WAIT4, "kill": unix.SYS_KILL,
+		"uname": unix.SYS_UNAME, "fcntl": unix.SYS_FCNTL, "getcwd": unix.SYS_GETCWD, "chdir": unix.SYS_CHDIR,
+		"readlink": unix.SYS_READLINK, "sigaltstack": unix.SYS_SIGALTSTACK, "prctl": unix.SYS_PRCTL,
+		"arch_prctl": unix.SYS_ARCH_PRCTL, "gettid": unix.SYS_GETTID, "futex": unix.SYS_FUTEX,
+		"getdents64": unix.SYS_GETDENTS64, "set_tid_address": unix.SYS_SET_TID_ADDRESS,
+		"clock_gettime": unix.SYS_CLOCK_GETTIME, "exit_group": unix.SYS_EXIT_GROUP,
+		"epoll_wait": unix.SYS_EPOLL_WAIT, "tgkill": unix.SYS_TGKILL, "openat": unix.SYS_OPENAT,
+		"newfstatat": unix.SYS_NEWFSTATAT, "set_robust_list": unix.SYS_SET_ROBUST_LIST,
+		"pipe2": unix.SYS_PIPE2, "prlimit64": unix.SYS_PRLIMIT64, "seccomp": unix.SYS_SECCOMP,
+		"getrandom": unix.SYS_GETRANDOM, "execveat": unix.SYS_EXECVEAT, "statx": unix.SYS_STATX,
+		"rseq": unix.SYS_RSEQ, "landlock_create_ruleset": unix.SYS_LANDLOCK_CREATE_RULESET,
+		"landlock_add_rule": unix.SYS_LANDLOCK_ADD_RULE,
+		"landlock_restrict_self": unix.SYS_LANDLOCK_RESTRICT_SELF, "listmount": unix.SYS_LISTMOUNT,
+	})
+}
