@@ -1,0 +1,20 @@
+package execute
+
+import "errors"
+
+// Error classes of refused requests. Callers test them with errors.Is; an
+// unknown language is reported with lang.ErrUnknownLanguage.
+var (
+	// ErrInvalidLimits: a field of ExecutionLimits is out of range. The
+	// error is a *LimitError naming the field.
+	ErrInvalidLimits = errors.New("invalid execution limits")
+	// ErrEmptyCode: the request carries no code.
+	ErrEmptyCode = errors.New("code is empty")
+	// ErrCodeTooLarge: the code is longer than MaxCodeBytes.
+	ErrCodeTooLarge = errors.New("code is too large")
+	// ErrStdinTooLarge: the standard input is longer than MaxStdinBytes.
+	ErrStdinTooLarge = errors.New("stdin is too large")
+	// ErrInvalidSessionID: the session id does not match
+	// ^[A-Za-z0-9_-]{1,64}$.
+	ErrInvalidSessionID = errors.New("invalid session_id")
+)

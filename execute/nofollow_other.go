@@ -1,0 +1,5 @@
+//go:build !unix
+
+package execute
+
+const openFlags = 0
