@@ -1,0 +1,352 @@
+package cgroup
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds on the waits of Kill and Destroy. They are far above what a
+// healthy kernel needs (microseconds to a few milliseconds) and only stop
+// a stuck group from hanging the caller.
+const (
+	killTimeout   = 2 * time.Second
+	freezeTimeout = 100 * time.Millisecond
+	rmdirTimeout  = time.Second
+)
+
+// Group is the cgroup of one run, in every hierarchy the Manager uses.
+// Its methods are safe for concurrent use.
+type Group struct {
+	m    *Manager
+	name string
+
+	// mu guards fds against Destroy closing them under a concurrent call.
+	mu sync.RWMutex
+	// fds are O_PATH descriptors of the group's directory, one per
+	// hierarchy; -1 once closed.
+	fds       []int
+	made      int // directories created, for rollback
+	destroyed bool
+	// peak is the largest memory.current seen, for v2 kernels without
+	// memory.peak.
+	peak atomic.Int64
+}
+
+// Name returns the name the group was created with.
+func (g *Group) Name() string { return g.name }
+
+// FD returns a descriptor of the group's directory for
+// syscall.SysProcAttr.CgroupFD, which starts a child directly inside the
+// group (clone3 CLONE_INTO_CGROUP), so that not even its first
+// instruction runs outside the limits. It is v2 only; on v1 ok is false
+// and the caller uses Add. The descriptor stays owned by the Group.
+func (g *Group) FD() (fd int, ok bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.m.version != V2 || g.destroyed {
+		return -1, false
+	}
+	return g.fds[0], true
+}
+
+// Add moves the process pid, with all its threads, into the group (into
+// every hierarchy on v1).
+func (g *Group) Add(pid int) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return fmt.Errorf("unable to add %d to %s: %w", pid, g.name, ErrDestroyed)
+	}
+	for i := range g.fds {
+		if err := g.set(i, ctlProcs, int64(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statBufSize holds any of the files Stats reads: cpu.stat, the largest,
+// has a dozen short lines.
+const statBufSize = 1024
+
+// Stats reads what the group has used so far.
+func (g *Group) Stats() (Stats, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return Stats{}, fmt.Errorf("unable to read the usage of %s: %w", g.name, ErrDestroyed)
+	}
+	var buf [statBufSize]byte
+	if g.m.version == V2 {
+		return g.statsV2(buf[:])
+	}
+	return g.statsV1(buf[:])
+}
+
+// readNumber reads a file holding a single number.
+func (g *Group) readNumber(h int, f ctl, buf []byte) (int64, error) {
+	data, err := readAt(g.fds[h], f, buf)
+	if err != nil {
+		return 0, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, f.name, err)
+	}
+	v, err := parseUint(data)
+	if err != nil {
+		return 0, fmt.Errorf("unable to parse %s/%s/%s=%q: %w", g.m.hiers[h].base, g.name, f.name, data, err)
+	}
+	return v, nil
+}
+
+// readKey reads the value of key in a flat-keyed file; an absent key reads
+// as zero.
+func (g *Group) readKey(h int, f ctl, key string, buf []byte) (int64, error) {
+	data, err := readAt(g.fds[h], f, buf)
+	if err != nil {
+		return 0, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, f.name, err)
+	}
+	v, _, err := keyValue(data, key)
+	if err != nil {
+		return 0, fmt.Errorf("unable to parse %s/%s/%s: %w", g.m.hiers[h].base, g.name, f.name, err)
+	}
+	return v, nil
+}
+
+func (g *Group) statsV2(buf []byte) (Stats, error) {
+	var s Stats
+	usec, err := g.readKey(0, ctlCPUStat, "usage_usec", buf)
+	if err != nil {
+		return s, err
+	}
+	s.CPU = time.Duration(usec) * time.Microsecond
+	if s.Memory, err = g.readNumber(0, ctlMemoryCurrent, buf); err != nil {
+		return s, err
+	}
+	if g.m.peak {
+		if s.PeakMemory, err = g.readNumber(0, ctlMemoryPeak, buf); err != nil {
+			return s, err
+		}
+	} else {
+		s.PeakMemory = g.notePeak(s.Memory)
+	}
+	// oom_kill counts the processes the OOM killer chose in this group and
+	// its descendants; the oom line counts times the limit was hit, killed
+	// or not.
+	kills, err := g.readKey(0, ctlMemoryEvents, "oom_kill", buf)
+	if err != nil {
+		return s, err
+	}
+	s.OOMKills = int(kills)
+	return s, nil
+}
+
+// notePeak records cur and returns the largest value recorded.
+func (g *Group) notePeak(cur int64) int64 {
+	for {
+		p := g.peak.Load()
+		if cur <= p {
+			return p
+		}
+		if g.peak.CompareAndSwap(p, cur) {
+			return cur
+		}
+	}
+}
+
+func (g *Group) statsV1(buf []byte) (Stats, error) {
+	m := g.m
+	var s Stats
+	ns, err := g.readNumber(m.cpuacct, ctlCPUAcctUsage, buf)
+	if err != nil {
+		return s, err
+	}
+	s.CPU = time.Duration(ns)
+	if s.Memory, err = g.readNumber(m.mem, ctlMemUsage, buf); err != nil {
+		return s, err
+	}
+	if s.PeakMemory, err = g.readNumber(m.mem, ctlMemMaxUsage, buf); err != nil {
+		return s, err
+	}
+	// Not memory.failcnt: it counts every time usage hit the limit and
+	// the kernel reclaimed, which happens to programs that never lose a
+	// process.
+	kills, err := g.readKey(m.mem, ctlOOMControl, "oom_kill", buf)
+	if err != nil {
+		return s, err
+	}
+	s.OOMKills = int(kills)
+	return s, nil
+}
+
+// Kill kills every process in the group, including those that left the
+// process tree (a double fork), and returns once the group is empty.
+// Killing a destroyed group does nothing.
+func (g *Group) Kill() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return nil
+	}
+	return g.kill()
+}
+
+// pids lists the processes in the group. On v1 it reads every hierarchy:
+// a process moved out of one would otherwise keep its directory busy.
+func (g *Group) pids(dst []int) ([]int, error) {
+	dst = dst[:0]
+	for h, fd := range g.fds {
+		var err error
+		if dst, err = readPids(fd, dst); err != nil {
+			return dst, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, ctlProcs.name, err)
+		}
+	}
+	return dst, nil
+}
+
+func (g *Group) kill() error {
+	var stack [16]int
+	pids, err := g.pids(stack[:0])
+	if err != nil || len(pids) == 0 {
+		return err
+	}
+	deadline := time.Now().Add(killTimeout)
+	if g.m.version == V2 && g.m.killFile {
+		// The kernel kills every process, forks racing with it included.
+		if err := g.write(0, ctlKill, []byte("1")); err != nil {
+			return err
+		}
+		var b backoff
+		for time.Now().Before(deadline) {
+			b.sleep()
+			if pids, err = g.pids(pids); err != nil || len(pids) == 0 {
+				return err
+			}
+		}
+		return g.stillThere(pids)
+	}
+	// Without cgroup.kill, a process may fork between the read of
+	// cgroup.procs and the signal, and a pid may be reused by a process
+	// outside the group once its owner died. Frozen processes do neither;
+	// the signals take effect when they thaw.
+	var b backoff
+	for {
+		frozen := g.freeze()
+		for _, pid := range pids {
+			_ = unix.Kill(pid, unix.SIGKILL) // ESRCH: already gone
+		}
+		if frozen {
+			if err := g.thaw(); err != nil {
+				return err
+			}
+		}
+		b.sleep()
+		if pids, err = g.pids(pids); err != nil || len(pids) == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return g.stillThere(pids)
+		}
+	}
+}
+
+func (g *Group) stillThere(pids []int) error {
+	return fmt.Errorf("unable to kill the processes of cgroup %s: %d still there after %v (%v)", g.name, len(pids), killTimeout, pids)
+}
+
+// freeze stops every process of the group and reports whether it could.
+// A group that does not freeze in time (a process in uninterruptible
+// sleep) is killed unfrozen rather than not at all.
+func (g *Group) freeze() bool {
+	m := g.m
+	var h int
+	var f, state ctl
+	var on, done []byte
+	switch {
+	case m.version == V1 && m.freezer >= 0:
+		h, f, on, state, done = m.freezer, ctlFreezerState, []byte("FROZEN"), ctlFreezerState, []byte("FROZEN")
+	case m.version == V2 && m.freezeFile:
+		h, f, on, state, done = 0, ctlFreeze, []byte("1"), ctlEvents, nil
+	default:
+		return false
+	}
+	if err := g.write(h, f, on); err != nil {
+		return false
+	}
+	deadline := time.Now().Add(freezeTimeout)
+	var buf [256]byte
+	var b backoff
+	for {
+		data, err := readAt(g.fds[h], state, buf[:])
+		if err != nil {
+			return true // frozen or freezing; thaw anyway
+		}
+		if done != nil && bytes.Equal(bytes.TrimSpace(data), done) {
+			return true
+		}
+		if done == nil {
+			if v, _, _ := keyValue(data, "frozen"); v == 1 {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
+		b.sleep()
+	}
+}
+
+func (g *Group) thaw() error {
+	if g.m.version == V1 {
+		return g.write(g.m.freezer, ctlFreezerState, []byte("THAWED"))
+	}
+	return g.write(0, ctlFreeze, []byte("0"))
+}
+
+// Destroy kills every process in the group and removes it from every
+// hierarchy. It is safe to call more than once; a later call retries what
+// an earlier one could not remove.
+func (g *Group) Destroy() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	if !g.destroyed {
+		errs = append(errs, g.kill())
+		g.closeFDs()
+		g.destroyed = true
+	}
+	for _, h := range g.m.hiers {
+		errs = append(errs, g.m.rmdirRetry(h.base+"/"+g.name))
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Group) closeFDs() {
+	for i, fd := range g.fds {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+			g.fds[i] = -1
+		}
+	}
+}
+
+// rmdirRetry removes a group directory. EBUSY lasts while the kernel
+// finishes the exit of the last processes, so it is retried for a while.
+func (m *Manager) rmdirRetry(dir string) error {
+	deadline := time.Now().Add(rmdirTimeout)
+	var b backoff
+	for {
+		err := m.rmdir(dir)
+		switch {
+		case err == nil, errors.Is(err, unix.ENOENT):
+			return nil
+		case errors.Is(err, unix.EBUSY) && time.Now().Before(deadline):
+			b.sleep()
+		default:
+			return fmt.Errorf("unable to remove cgroup %s: %w", dir, err)
+		}
+	}
+}

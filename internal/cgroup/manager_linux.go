@@ -1,0 +1,211 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Manager creates run groups beneath our own cgroup. It holds no open
+// resources and is safe for concurrent use.
+type Manager struct {
+	version Version
+	// hiers are the hierarchies used: the single v2 tree, or one per v1
+	// mount (co-mounted controllers share one).
+	hiers []hierarchy
+	// Indexes into hiers of the hierarchy of each controller; freezer is
+	// -1 when not mounted (and always on v2, whose freezer is built in).
+	mem, pids, cpu, cpuacct, freezer int
+	// Optional files, probed once by Detect so that Create and Stats need
+	// not.
+	swapMax    bool // v2 memory.swap.max: swap accounting is on
+	peak       bool // v2 memory.peak: kernel 5.19 or later
+	killFile   bool // v2 cgroup.kill: kernel 5.14 or later
+	freezeFile bool // v2 cgroup.freeze: kernel 5.2 or later
+	memsw      bool // v1 memory.memsw.limit_in_bytes: swap accounting is on
+	hooks      *hooks
+}
+
+// hierarchy is one cgroup tree a Manager uses.
+type hierarchy struct {
+	// controllers used from this tree.
+	controllers []string
+	// base is <our cgroup>/<Prefix> in this tree; run groups are its
+	// children.
+	base string
+}
+
+// Version returns the cgroup interface the Manager drives.
+func (m *Manager) Version() Version { return m.version }
+
+// Describe summarizes the Manager for people, as `coderunner doctor`
+// shows it.
+func (m *Manager) Describe() string {
+	var ctrls, dirs []string
+	for _, h := range m.hiers {
+		ctrls = append(ctrls, h.controllers...)
+		dirs = append(dirs, strings.Join(h.controllers, ",")+":"+h.base)
+	}
+	if m.version == V2 {
+		dirs = []string{m.hiers[0].base}
+	}
+	s := fmt.Sprintf("cgroup %s (%s) at %s", m.version, strings.Join(ctrls, ", "), strings.Join(dirs, " "))
+	var notes []string
+	switch m.version {
+	case V2:
+		if !m.swapMax {
+			notes = append(notes, "no swap accounting")
+		}
+		if !m.peak {
+			notes = append(notes, "no memory.peak, peak memory sampled")
+		}
+		if !m.killFile {
+			notes = append(notes, "no cgroup.kill")
+		}
+	case V1:
+		if !m.memsw {
+			notes = append(notes, "no swap accounting")
+		}
+		if m.freezer < 0 {
+			notes = append(notes, "no freezer")
+		}
+	}
+	if len(notes) > 0 {
+		s += "; " + strings.Join(notes, "; ")
+	}
+	return s
+}
+
+// Create makes the group name, a unique run id, in every hierarchy and
+// applies l. On error nothing it made is left behind.
+func (m *Manager) Create(name string, l Limits) (_ *Group, retErr error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if err := validateLimits(l); err != nil {
+		return nil, fmt.Errorf("unable to create cgroup %s: %w", name, err)
+	}
+	g := &Group{m: m, name: name, fds: make([]int, len(m.hiers))}
+	for i := range g.fds {
+		g.fds[i] = -1
+	}
+	defer func() {
+		if retErr != nil {
+			g.closeFDs()
+			for i := range g.made {
+				_ = m.rmdir(m.hiers[i].base + "/" + name)
+			}
+		}
+	}()
+	for i, h := range m.hiers {
+		dir := h.base + "/" + name
+		if err := unix.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("unable to create cgroup %s: %w", dir, err)
+		}
+		g.made = i + 1
+		if m.hooks != nil {
+			if err := m.hooks.populate(dir, h.controllers); err != nil {
+				return nil, err
+			}
+		}
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("unable to open cgroup %s: %w", dir, err)
+		}
+		g.fds[i] = fd
+	}
+	if m.version == V2 {
+		return g, g.limitV2(l)
+	}
+	return g, g.limitV1(l)
+}
+
+func (m *Manager) rmdir(dir string) error {
+	if m.hooks != nil {
+		return m.hooks.rmdir(dir)
+	}
+	return unix.Rmdir(dir)
+}
+
+// set writes the number v to the control file f of hierarchy h.
+func (g *Group) set(h int, f ctl, v int64) error {
+	var buf [24]byte
+	return g.write(h, f, strconv.AppendInt(buf[:0], v, 10))
+}
+
+func (g *Group) write(h int, f ctl, val []byte) error {
+	if err := writeAt(g.fds[h], f, val); err != nil {
+		return fmt.Errorf("unable to write %s/%s/%s=%s: %w", g.m.hiers[h].base, g.name, f.name, val, err)
+	}
+	return nil
+}
+
+func (g *Group) limitV2(l Limits) error {
+	m := g.m
+	if l.Memory > 0 {
+		if err := g.set(0, ctlMemoryMax, l.Memory); err != nil {
+			return err
+		}
+		if m.swapMax {
+			if err := g.set(0, ctlMemorySwapMax, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if l.Processes > 0 {
+		if err := g.set(0, ctlPidsMax, int64(l.Processes)); err != nil {
+			return err
+		}
+	}
+	if l.CPUs > 0 {
+		q, _ := cpuQuota(l.CPUs) // validated by Create
+		var buf [32]byte
+		b := strconv.AppendInt(buf[:0], q, 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, cpuPeriod, 10)
+		if err := g.write(0, ctlCPUMax, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *Group) limitV1(l Limits) error {
+	m := g.m
+	if l.Memory > 0 {
+		if err := g.set(m.mem, ctlMemLimit, l.Memory); err != nil {
+			return err
+		}
+		// memsw limits memory plus swap; equal to the memory limit it
+		// leaves no room for swap. It must be set after the memory limit,
+		// which may never exceed it.
+		if m.memsw {
+			if err := g.set(m.mem, ctlMemswLimit, l.Memory); err != nil {
+				return err
+			}
+		}
+		// The kernel refuses swappiness where the hierarchy does not
+		// allow it per group; memsw already keeps the group off swap.
+		if err := g.set(m.mem, ctlSwappiness, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+	}
+	if l.Processes > 0 {
+		if err := g.set(m.pids, ctlPidsMax, int64(l.Processes)); err != nil {
+			return err
+		}
+	}
+	if l.CPUs > 0 {
+		q, _ := cpuQuota(l.CPUs) // validated by Create
+		if err := g.set(m.cpu, ctlCFSPeriod, cpuPeriod); err != nil {
+			return err
+		}
+		if err := g.set(m.cpu, ctlCFSQuota, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
