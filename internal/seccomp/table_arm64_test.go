@@ -11,7 +11,7 @@ func TestARM64TableMatchesUnix(t *testing.T) {
 		// Policy.
 		"ioctl": unix.SYS_IOCTL, "clone": unix.SYS_CLONE, "clone3": unix.SYS_CLONE3,
 		"personality": unix.SYS_PERSONALITY,
-		"mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "pivot_root": unix.SYS_PIVOT_ROOT,
+		"mount":       unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "pivot_root": unix.SYS_PIVOT_ROOT,
 		"chroot": unix.SYS_CHROOT, "open_tree": unix.SYS_OPEN_TREE, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR,
 		"move_mount": unix.SYS_MOVE_MOUNT, "mount_setattr": unix.SYS_MOUNT_SETATTR,
 		"fsopen": unix.SYS_FSOPEN, "fsconfig": unix.SYS_FSCONFIG, "fsmount": unix.SYS_FSMOUNT,
@@ -56,7 +56,7 @@ func TestARM64TableMatchesUnix(t *testing.T) {
 		"seccomp": unix.SYS_SECCOMP, "getrandom": unix.SYS_GETRANDOM, "execveat": unix.SYS_EXECVEAT,
 		"statx": unix.SYS_STATX, "rseq": unix.SYS_RSEQ,
 		"landlock_create_ruleset": unix.SYS_LANDLOCK_CREATE_RULESET,
-		"landlock_add_rule": unix.SYS_LANDLOCK_ADD_RULE,
-		"landlock_restrict_self": unix.SYS_LANDLOCK_RESTRICT_SELF, "listmount": unix.SYS_LISTMOUNT,
+		"landlock_add_rule":       unix.SYS_LANDLOCK_ADD_RULE,
+		"landlock_restrict_self":  unix.SYS_LANDLOCK_RESTRICT_SELF, "listmount": unix.SYS_LISTMOUNT,
 	})
 }
