@@ -1,0 +1,225 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/cgroup"
+	"github.com/coderunner/coderunner/internal/seccomp"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// Options configure the native backend. The zero value is ready to use.
+type Options struct {
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// StateDir holds the directory on which each sandbox mounts its root
+	// (inside its own mount namespace, so the host never sees it). Empty
+	// means /run/coderunner as root, else a directory under
+	// $XDG_RUNTIME_DIR or the temporary directory.
+	StateDir string
+	// HostUIDBase is the host uid (and gid) the sandbox init runs as when
+	// coderunner runs as root; user code runs as HostUIDBase+1000. Zero
+	// means DefaultHostUIDBase.
+	HostUIDBase int
+	// Cgroup configures cgroup discovery; zero values are the real system.
+	Cgroup cgroup.Options
+}
+
+// DefaultHostUIDBase is the first host uid of the range the sandbox maps
+// when running as root. It is far above the ids distributions hand out.
+const DefaultHostUIDBase = 1_000_000
+
+// sandboxUID is the uid (and gid) of user code inside the sandbox when the
+// backend runs as root.
+const sandboxUID = 1000
+
+// Backend is the native sandbox backend. It is safe for concurrent use.
+type Backend struct {
+	log        *slog.Logger
+	rootDir    string
+	privileged bool
+	hostBase   int
+	// innerUID is the uid user code has inside the sandbox.
+	innerUID int
+
+	cgroups   *cgroup.Manager
+	cgroupErr error
+	filter    []byte
+	etc       map[string][]byte
+	warnings  []string
+	usernsErr error
+
+	runID atomic.Uint64
+	mu    sync.Mutex
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+var _ sandbox.Prober = (*Backend)(nil)
+
+// New prepares the native backend: it finds the cgroup hierarchy, builds the
+// seccomp filter and the synthetic /etc, and checks that user namespaces
+// can be created. It fails only when the backend cannot work at all here.
+func New(opts Options) (*Backend, error) {
+	b := &Backend{
+		log:        opts.Logger,
+		privileged: os.Geteuid() == 0,
+		hostBase:   opts.HostUIDBase,
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.hostBase == 0 {
+		b.hostBase = DefaultHostUIDBase
+	}
+	if b.privileged {
+		b.innerUID = sandboxUID
+	}
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("%w: native backend needs Linux", sandbox.ErrUnavailable)
+	}
+	prog, err := seccomp.Program()
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to build seccomp filter: %v", sandbox.ErrUnavailable, err)
+	}
+	b.filter = seccomp.Marshal(prog)
+
+	dir, err := stateDir(opts.StateDir, b.privileged)
+	if err != nil {
+		return nil, err
+	}
+	b.rootDir = filepath.Join(dir, "root")
+	// The init, running as an unprivileged host uid, must be able to
+	// reach the mount point.
+	if err := os.MkdirAll(b.rootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: unable to create %s: %v", sandbox.ErrUnavailable, b.rootDir, err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: unable to open up %s: %v", sandbox.ErrUnavailable, dir, err)
+	}
+	if err := os.Chmod(b.rootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: unable to open up %s: %v", sandbox.ErrUnavailable, b.rootDir, err)
+	}
+
+	b.cgroups, b.cgroupErr = cgroup.Detect(opts.Cgroup)
+	if b.cgroupErr != nil {
+		b.warnings = append(b.warnings, fmt.Sprintf(
+			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)",
+			b.cgroupErr))
+	}
+	if !b.privileged {
+		b.warnings = append(b.warnings,
+			"running unprivileged: user code runs as uid 0 of its own user namespace, without capabilities")
+	}
+	b.etc = syntheticEtc(b.innerUID)
+	return b, nil
+}
+
+// Name returns "native".
+func (b *Backend) Name() string { return "native" }
+
+func stateDir(dir string, privileged bool) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	if privileged {
+		return "/run/coderunner", nil
+	}
+	if xdg := os.Getenv("XDG_RUNTIME_DIR"); xdg != "" {
+		return filepath.Join(xdg, "coderunner"), nil
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("coderunner-%d", os.Geteuid())), nil
+}
+
+// syntheticEtc is the whole of /etc inside the sandbox: no host account,
+// host name, resolver or secret is visible. The loader cache is the host's,
+// so that shared libraries resolve as they do on the host.
+func syntheticEtc(uid int) map[string][]byte {
+	etc := map[string][]byte{
+		"/etc/passwd": fmt.Appendf(nil,
+			"root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			uid, uid, sandbox.WorkspaceDir),
+		"/etc/group":         fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", uid),
+		"/etc/hosts":         []byte("127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
+		"/etc/hostname":      []byte("sandbox\n"),
+		"/etc/nsswitch.conf": []byte("passwd: files\ngroup: files\nhosts: files\n"),
+		"/etc/resolv.conf":   nil,
+	}
+	if cache, err := os.ReadFile("/etc/ld.so.cache"); err == nil && len(cache) < 16<<20 {
+		etc["/etc/ld.so.cache"] = cache
+	}
+	return etc
+}
+
+// Probe reports what the native backend can use here.
+func (b *Backend) Probe(ctx context.Context) sandbox.Report {
+	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
+	uid := fmt.Sprintf("root: user code runs as host uid %d", b.hostBase+sandboxUID)
+	if !b.privileged {
+		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
+	}
+	r.Checks = append(r.Checks, sandbox.Check{Name: "privileges", OK: true, Detail: uid})
+
+	res, err := b.Run(ctx, &sandbox.Spec{
+		Args:   []string{"/bin/true"},
+		Mounts: BaseMounts(),
+		Limits: sandbox.Limits{WallTime: 10e9},
+	})
+	switch {
+	case err != nil:
+		r.Available = false
+		r.Reason = err.Error()
+		r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: false, Detail: err.Error()})
+	case res.Status != sandbox.StatusOK:
+		r.Available = false
+		r.Reason = fmt.Sprintf("a trivial program ended with %s", res.Status)
+		r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: false, Detail: r.Reason})
+	default:
+		r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: true,
+			Detail: "user, pid, mount, network, ipc, uts, cgroup"})
+	}
+	if b.cgroups != nil {
+		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()})
+	} else {
+		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error()})
+	}
+	r.Checks = append(r.Checks, sandbox.Check{Name: "seccomp", OK: true,
+		Detail: fmt.Sprintf("%d-instruction filter for %s; denies %d syscalls and every foreign ABI",
+			len(b.filter)/8, runtime.GOARCH, len(seccomp.DeniedSyscalls()))})
+	if err := landlockAvailable(); err == nil {
+		r.Checks = append(r.Checks, sandbox.Check{Name: "landlock", OK: true, Detail: "available (not needed: the sandbox root holds only what is mounted)"})
+	}
+	return r
+}
+
+func landlockAvailable() error {
+	// LANDLOCK_CREATE_RULESET_VERSION: ask for the ABI version.
+	_, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// BaseMounts are the read-only host paths every program needs: /usr and the
+// merged-/usr links at the root.
+func BaseMounts() []sandbox.Mount {
+	ms := []sandbox.Mount{{Source: "/usr"}}
+	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
+		if _, err := os.Lstat(p); err == nil {
+			ms = append(ms, sandbox.Mount{Source: p})
+		}
+	}
+	return ms
+}
+
+var errInitDied = errors.New("sandbox init died without a report")

@@ -1,0 +1,715 @@
+// The sandbox init. The native backend starts this binary again, inside fresh
+// user, PID, mount, network, IPC, UTS and cgroup namespaces, with argv[0] set
+// to NSINIT_ARGV0. This constructor runs before the Go runtime starts (as
+// runc's nsexec does): the Go runtime cannot be trusted to do mount work,
+// fork and exec from a multi-threaded process, and starting it would cost
+// more than the whole sandbox setup.
+//
+// As PID 1 of the new PID namespace it builds the root filesystem, then forks
+// the user program, which drops every privilege and execs. It reaps orphans,
+// reports the program's wait status on fd 4 and exits when the program exits:
+// the kernel then kills whatever is left in the namespace.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nsinit.h"
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+struct mount_attr {
+	uint64_t attr_set;
+	uint64_t attr_clr;
+	uint64_t propagation;
+	uint64_t userns_fd;
+};
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_pivot_root
+#define SYS_pivot_root __NR_pivot_root
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SECBIT_NOROOT
+#define SECBIT_NOROOT (1 << 0)
+#define SECBIT_NOROOT_LOCKED (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
+#define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
+#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
+#endif
+
+struct arg {
+	const char *s;
+	uint32_t len;
+};
+
+struct op {
+	uint32_t code;
+	uint32_t argc;
+	struct arg *argv;
+	int fd; // OP_BIND: the source, opened before the init gives up host root
+};
+
+struct config {
+	struct op *ops;
+	size_t nops;
+	char root[PATH_MAX];
+};
+
+static int status_fd = NSINIT_STATUS_FD;
+
+// fail reports a setup failure to the parent and exits. The message is one
+// line: "E <stage>: <detail>: <strerror>".
+static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
+{
+	char msg[1024];
+	int saved = errno;
+	int n = snprintf(msg, sizeof msg, "E ");
+	va_list ap;
+	va_start(ap, fmt);
+	n += vsnprintf(msg + n, sizeof msg - n, fmt, ap);
+	va_end(ap);
+	if (n < (int)sizeof msg - 2 && saved != 0)
+		n += snprintf(msg + n, sizeof msg - n, ": %s", strerror(saved));
+	if (n > (int)sizeof msg - 2)
+		n = sizeof msg - 2;
+	msg[n++] = '\n';
+	ssize_t unused = write(status_fd, msg, n);
+	(void)unused;
+	_exit(125);
+}
+
+static char *read_all(int fd, size_t *size)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		fail("config: out of memory");
+	for (;;) {
+		if (len == cap) {
+			if (cap >= NSINIT_MAX_CONFIG)
+				fail("config: larger than %u bytes", NSINIT_MAX_CONFIG);
+			cap *= 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				fail("config: out of memory");
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("config: read");
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	*size = len;
+	return buf;
+}
+
+static uint32_t take_u32(const char *buf, size_t size, size_t *off)
+{
+	uint32_t v;
+	if (size - *off < sizeof v) {
+		errno = 0;
+		fail("config: truncated");
+	}
+	memcpy(&v, buf + *off, sizeof v);
+	*off += sizeof v;
+	return v;
+}
+
+static void parse(char *buf, size_t size, struct config *c)
+{
+	size_t off = 0, cap = 64;
+	c->ops = calloc(cap, sizeof *c->ops);
+	if (!c->ops)
+		fail("config: out of memory");
+	while (off < size) {
+		if (c->nops == cap) {
+			cap *= 2;
+			c->ops = realloc(c->ops, cap * sizeof *c->ops);
+			if (!c->ops)
+				fail("config: out of memory");
+		}
+		struct op *o = &c->ops[c->nops++];
+		o->code = take_u32(buf, size, &off);
+		o->argc = take_u32(buf, size, &off);
+		if (o->argc > 1u << 16) {
+			errno = 0;
+			fail("config: op %u has %u arguments", o->code, o->argc);
+		}
+		o->argv = calloc(o->argc + 1, sizeof *o->argv);
+		if (!o->argv)
+			fail("config: out of memory");
+		for (uint32_t i = 0; i < o->argc; i++) {
+			uint32_t len = take_u32(buf, size, &off);
+			if (size - off < (size_t)len + 1 || buf[off + len] != '\0') {
+				errno = 0;
+				fail("config: malformed argument of op %u", o->code);
+			}
+			o->argv[i].s = buf + off;
+			o->argv[i].len = len;
+			off += (size_t)len + 1;
+		}
+	}
+}
+
+static void want_args(const struct op *o, uint32_t n)
+{
+	if (o->argc != n) {
+		errno = 0;
+		fail("config: op %u wants %u arguments, has %u", o->code, n, o->argc);
+	}
+}
+
+static long long number(const struct arg *a, int base)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(a->s, &end, base);
+	if (errno != 0 || *end != '\0' || end == a->s)
+		fail("config: bad number %.32s", a->s);
+	return v;
+}
+
+// join writes a followed by b into out, failing rather than truncating.
+static void join(char *out, const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la + lb >= PATH_MAX) {
+		errno = ENAMETOOLONG;
+		fail("path %.256s%.256s", a, b);
+	}
+	memcpy(out, a, la);
+	memcpy(out + la, b, lb + 1);
+}
+
+// in_root joins a sandbox path to the staging root.
+static void in_root(const struct config *c, const char *path, char *out)
+{
+	if (path[0] != '/') {
+		errno = 0;
+		fail("config: path %.256s is not absolute", path);
+	}
+	if (snprintf(out, PATH_MAX, "%s%s", c->root, path) >= PATH_MAX) {
+		errno = ENAMETOOLONG;
+		fail("config: path %.256s", path);
+	}
+}
+
+// mkdir_all creates every missing directory of an absolute host path under
+// the staging root. The root is a tmpfs only this process has written to, and
+// every bind mount is made read-only the moment it is made, so a path under a
+// host mount can never be created on the host.
+static void mkdir_all(const char *root, char *path, mode_t mode)
+{
+	size_t skip = strlen(root);
+	for (char *p = path + skip + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			fail("mkdir %.256s", path + skip);
+		*p = '/';
+	}
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		fail("mkdir %.256s", path + skip);
+}
+
+static void make_parent(const char *root, const char *path)
+{
+	char parent[PATH_MAX];
+	strcpy(parent, path);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash > parent + strlen(root)) {
+		*slash = '\0';
+		mkdir_all(root, parent, 0755);
+	}
+}
+
+static void set_readonly(const char *path, const char *label, int writable)
+{
+	struct mount_attr attr = {0};
+	attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
+	if (syscall(SYS_mount_setattr, -1, path, AT_RECURSIVE, &attr, sizeof attr) == 0)
+		return;
+	// Before Linux 5.12 only the top mount can be remounted.
+	unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY);
+	if (mount(NULL, path, NULL, flags, NULL) < 0)
+		fail("remount %.256s read-only", label);
+}
+
+static void op_bind(const struct config *c, const struct op *o)
+{
+	want_args(o, 3);
+	char dst[PATH_MAX], src[64];
+	struct stat st;
+	int writable = strcmp(o->argv[2].s, "rw") == 0;
+	in_root(c, o->argv[1].s, dst);
+	if (fstat(o->fd, &st) < 0)
+		fail("bind %.256s", o->argv[0].s);
+	snprintf(src, sizeof src, "/proc/self/fd/%d", o->fd);
+	make_parent(c->root, dst);
+	if (S_ISDIR(st.st_mode)) {
+		mkdir_all(c->root, dst, 0755);
+	} else {
+		int fd = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0)
+			fail("bind target %.256s", o->argv[1].s);
+		close(fd);
+	}
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		fail("bind %.256s on %.256s", o->argv[0].s, o->argv[1].s);
+	close(o->fd);
+	set_readonly(dst, o->argv[1].s, writable);
+}
+
+static void op_file(const struct config *c, const struct op *o)
+{
+	want_args(o, 5);
+	char path[PATH_MAX];
+	in_root(c, o->argv[0].s, path);
+	make_parent(c->root, path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fail("create %.256s", o->argv[0].s);
+	const char *p = o->argv[1].s;
+	size_t left = o->argv[1].len;
+	while (left > 0) {
+		ssize_t n = write(fd, p, left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("write %.256s", o->argv[0].s);
+		}
+		p += n;
+		left -= n;
+	}
+	if (fchown(fd, (uid_t)number(&o->argv[3], 10), (gid_t)number(&o->argv[4], 10)) < 0)
+		fail("chown %.256s", o->argv[0].s);
+	if (fchmod(fd, (mode_t)number(&o->argv[2], 8)) < 0)
+		fail("chmod %.256s", o->argv[0].s);
+	close(fd);
+}
+
+static void op_dev(const struct config *c, const struct op *o)
+{
+	want_args(o, 1);
+	char src[PATH_MAX], dst[PATH_MAX];
+	if (strchr(o->argv[0].s, '/') != NULL || o->argv[0].len > 32) {
+		errno = 0;
+		fail("config: bad device name");
+	}
+	join(src, "/dev/", o->argv[0].s);
+	in_root(c, src, dst);
+	int fd = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		fail("create /dev/%.64s", o->argv[0].s);
+	close(fd);
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		fail("bind %.64s", src);
+	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+		fail("remount %.64s", src);
+}
+
+static void op_proc(const struct config *c, const struct op *o)
+{
+	want_args(o, 1);
+	char dst[PATH_MAX];
+	in_root(c, o->argv[0].s, dst);
+	mkdir_all(c->root, dst, 0555);
+	unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	// subset=pid hides everything in /proc but the processes themselves:
+	// no /proc/sys, /proc/kcore, /proc/sysrq-trigger, /proc/kallsyms.
+	if (mount("proc", dst, "proc", flags, "subset=pid") == 0)
+		return;
+	if (mount("proc", dst, "proc", flags, NULL) < 0)
+		fail("mount proc");
+	// Older kernels: at least keep /proc/sys and the kernel's trigger files
+	// out of reach.
+	char sys[PATH_MAX];
+	join(sys, dst, "/sys");
+	if (mount(sys, sys, NULL, MS_BIND | MS_REC, NULL) < 0)
+		fail("bind /proc/sys");
+	set_readonly(sys, "/proc/sys", 0);
+	const char *masked[] = {"kcore", "sysrq-trigger", "kallsyms", "keys", "timer_list", NULL};
+	for (int i = 0; masked[i]; i++) {
+		char p[PATH_MAX], name[64];
+		join(name, "/", masked[i]);
+		join(p, dst, name);
+		if (access(p, F_OK) == 0 && mount("/dev/null", p, NULL, MS_BIND, NULL) < 0)
+			fail("mask /proc/%s", masked[i]);
+	}
+}
+
+static void loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		fail("loopback socket");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		fail("loopback flags");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		fail("loopback up");
+	close(s);
+}
+
+static void enter_root(const struct config *c)
+{
+	if (chdir(c->root) < 0)
+		fail("chdir root");
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		fail("pivot_root");
+	// The old root is stacked under the new one; detach it so nothing of
+	// the host's tree stays reachable.
+	if (umount2(".", MNT_DETACH) < 0)
+		fail("detach old root");
+	if (chdir("/") < 0)
+		fail("chdir /");
+	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		fail("remount / read-only");
+}
+
+// report writes one line to the parent.
+static void report(const char *fmt, ...)
+{
+	char msg[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof msg - 1)
+		n = sizeof msg - 1;
+	ssize_t unused = write(status_fd, msg, n);
+	(void)unused;
+}
+
+struct exec_plan {
+	const struct op *user, *cwd, *seccomp, *argv, *env;
+	const struct op *rlimits[32];
+	int nrlimits;
+};
+
+// child_fail sends the reason the program could not start to the init over
+// the close-on-exec pipe.
+static void __attribute__((noreturn)) child_fail(int fd, const char *what)
+{
+	char msg[512];
+	int n = snprintf(msg, sizeof msg, "%s: %s", what, strerror(errno));
+	ssize_t unused = write(fd, msg, n > (int)sizeof msg ? (int)sizeof msg : n);
+	(void)unused;
+	_exit(127);
+}
+
+static void drop_capabilities(int errfd)
+{
+	// Lock the capability rules so that uid 0 in the namespace (when the
+	// backend runs unprivileged and can map only one uid) gains nothing
+	// from exec.
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+					     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+					     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+		  0, 0, 0) < 0)
+		child_fail(errfd, "securebits");
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			child_fail(errfd, "drop bounding capability");
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		child_fail(errfd, "clear ambient capabilities");
+}
+
+static void clear_capabilities(int errfd)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		child_fail(errfd, "clear capabilities");
+}
+
+static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, int errfd)
+{
+	if (setsid() < 0)
+		child_fail(errfd, "setsid");
+	// Nothing but stdin, stdout, stderr and the error pipe survives exec.
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(errfd, "close_range");
+	for (int i = 0; i < p->nrlimits; i++) {
+		const struct op *o = p->rlimits[i];
+		struct rlimit rl = {(rlim_t)number(&o->argv[1], 10), (rlim_t)number(&o->argv[2], 10)};
+		if (setrlimit((int)number(&o->argv[0], 10), &rl) < 0)
+			child_fail(errfd, "setrlimit");
+	}
+	drop_capabilities(errfd);
+	uid_t uid = (uid_t)number(&p->user->argv[0], 10);
+	gid_t gid = (gid_t)number(&p->user->argv[1], 10);
+	if (setgroups(0, NULL) < 0 && errno != EPERM)
+		child_fail(errfd, "setgroups");
+	if (setresgid(gid, gid, gid) < 0)
+		child_fail(errfd, "setresgid");
+	if (setresuid(uid, uid, uid) < 0)
+		child_fail(errfd, "setresuid");
+	clear_capabilities(errfd);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(errfd, "no_new_privs");
+	if (chdir(p->cwd->argv[0].s) < 0)
+		child_fail(errfd, "chdir");
+
+	char **argv = calloc(p->argv->argc + 1, sizeof *argv);
+	char **envp = calloc(p->env->argc + 1, sizeof *envp);
+	if (!argv || !envp)
+		child_fail(errfd, "allocate argv");
+	for (uint32_t i = 0; i < p->argv->argc; i++)
+		argv[i] = (char *)p->argv->argv[i].s;
+	for (uint32_t i = 0; i < p->env->argc; i++)
+		envp[i] = (char *)p->env->argv[i].s;
+
+	// The filter goes last: from here on only execve is needed.
+	struct sock_fprog prog = {
+		.len = (unsigned short)(p->seccomp->argv[0].len / sizeof(struct sock_filter)),
+		.filter = (struct sock_filter *)p->seccomp->argv[0].s,
+	};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		child_fail(errfd, "seccomp");
+	execve(argv[0], argv, envp);
+	child_fail(errfd, "exec");
+}
+
+// open_sources opens every bind source while the init still has the host
+// identity it was started with, then takes the identity of root inside the
+// namespace. As root on the host the init starts as host uid 0 without any
+// capability outside its namespaces: that lets it reach toolchains below
+// directories such as /root, and nothing else, before it becomes an
+// unprivileged host uid for everything that follows.
+static void open_sources(struct config *c)
+{
+	for (size_t i = 0; i < c->nops; i++) {
+		struct op *o = &c->ops[i];
+		if (o->code != OP_BIND)
+			continue;
+		want_args(o, 3);
+		o->fd = open(o->argv[0].s, O_PATH | O_CLOEXEC);
+		if (o->fd < 0)
+			fail("open bind source %.256s", o->argv[0].s);
+	}
+	if (setgroups(0, NULL) < 0 && errno != EPERM)
+		fail("setgroups");
+	if (setresgid(0, 0, 0) < 0)
+		fail("setresgid");
+	if (setresuid(0, 0, 0) < 0)
+		fail("setresuid");
+}
+
+static void __attribute__((noreturn)) run(struct config *c)
+{
+	struct exec_plan plan = {0};
+	const char *hostname = NULL;
+	int loopback = 0;
+
+	open_sources(c);
+
+	for (size_t i = 0; i < c->nops; i++) {
+		const struct op *o = &c->ops[i];
+		char path[PATH_MAX];
+		switch (o->code) {
+		case OP_CGROUPNS:
+			if (unshare(CLONE_NEWCGROUP) < 0)
+				fail("unshare cgroup namespace");
+			break;
+		case OP_ROOT:
+			want_args(o, 1);
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				fail("make mounts private");
+			if (snprintf(c->root, sizeof c->root, "%s", o->argv[0].s) >= (int)sizeof c->root)
+				fail("root path too long");
+			if (mount("tmpfs", c->root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755") < 0)
+				fail("mount root tmpfs at %.256s", c->root);
+			break;
+		case OP_MKDIR:
+			want_args(o, 4);
+			in_root(c, o->argv[0].s, path);
+			mkdir_all(c->root, path, (mode_t)number(&o->argv[1], 8));
+			if (chown(path, (uid_t)number(&o->argv[2], 10), (gid_t)number(&o->argv[3], 10)) < 0)
+				fail("chown %.256s", o->argv[0].s);
+			if (chmod(path, (mode_t)number(&o->argv[1], 8)) < 0)
+				fail("chmod %.256s", o->argv[0].s);
+			break;
+		case OP_BIND:
+			op_bind(c, o);
+			break;
+		case OP_SYMLINK:
+			want_args(o, 2);
+			in_root(c, o->argv[1].s, path);
+			make_parent(c->root, path);
+			if (symlink(o->argv[0].s, path) < 0)
+				fail("symlink %.256s", o->argv[1].s);
+			break;
+		case OP_TMPFS:
+			want_args(o, 2);
+			in_root(c, o->argv[0].s, path);
+			mkdir_all(c->root, path, 0755);
+			if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, o->argv[1].s) < 0)
+				fail("mount tmpfs on %.256s", o->argv[0].s);
+			break;
+		case OP_FILE:
+			op_file(c, o);
+			break;
+		case OP_DEV:
+			op_dev(c, o);
+			break;
+		case OP_PROC:
+			op_proc(c, o);
+			break;
+		case OP_HOSTNAME:
+			want_args(o, 1);
+			hostname = o->argv[0].s;
+			break;
+		case OP_LOOPBACK:
+			loopback = 1;
+			break;
+		case OP_RLIMIT:
+			want_args(o, 3);
+			if (plan.nrlimits == (int)(sizeof plan.rlimits / sizeof plan.rlimits[0]))
+				fail("too many rlimits");
+			plan.rlimits[plan.nrlimits++] = o;
+			break;
+		case OP_USER:
+			want_args(o, 2);
+			plan.user = o;
+			break;
+		case OP_CWD:
+			want_args(o, 1);
+			plan.cwd = o;
+			break;
+		case OP_SECCOMP:
+			want_args(o, 1);
+			if (o->argv[0].len == 0 || o->argv[0].len % sizeof(struct sock_filter) != 0 ||
+			    o->argv[0].len / sizeof(struct sock_filter) > BPF_MAXINSNS)
+				fail("bad seccomp program");
+			plan.seccomp = o;
+			break;
+		case OP_ARGV:
+			if (o->argc == 0)
+				fail("empty argv");
+			plan.argv = o;
+			break;
+		case OP_ENV:
+			plan.env = o;
+			break;
+		default:
+			errno = 0;
+			fail("config: unknown op %u", o->code);
+		}
+	}
+	if (!c->root[0] || !plan.user || !plan.cwd || !plan.seccomp || !plan.argv || !plan.env) {
+		errno = 0;
+		fail("config: incomplete");
+	}
+	enter_root(c);
+	if (hostname && sethostname(hostname, strlen(hostname)) < 0)
+		fail("sethostname");
+	if (loopback)
+		loopback_up();
+
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		fail("pipe");
+	pid_t child = fork();
+	if (child < 0)
+		fail("fork");
+	if (child == 0) {
+		close(pipefd[0]);
+		exec_program(&plan, pipefd[1]);
+	}
+	close(pipefd[1]);
+	// The program has its own copies of stdin, stdout and stderr; the init
+	// must not keep the pipes open after the program is gone.
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		close(devnull);
+	}
+	char why[512];
+	ssize_t n;
+	do {
+		n = read(pipefd[0], why, sizeof why - 1);
+	} while (n < 0 && errno == EINTR);
+	close(pipefd[0]);
+	if (n > 0) {
+		why[n] = '\0';
+		report("E start program: %s\n", why);
+		_exit(125);
+	}
+	for (;;) {
+		int ws;
+		pid_t pid = waitpid(-1, &ws, 0);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("wait");
+		}
+		if (pid == child) {
+			report("X %d\n", ws);
+			_exit(0);
+		}
+	}
+}
+
+__attribute__((constructor)) static void nsinit(int argc, char **argv, char **envp)
+{
+	(void)envp;
+	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], NSINIT_ARGV0) != 0)
+		return;
+	size_t size;
+	char *buf = read_all(NSINIT_CONFIG_FD, &size);
+	close(NSINIT_CONFIG_FD);
+	struct config c;
+	memset(&c, 0, sizeof c);
+	parse(buf, size, &c);
+	run(&c);
+}

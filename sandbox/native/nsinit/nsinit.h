@@ -1,0 +1,34 @@
+/* The wire format between the native backend (Go) and the sandbox init.
+ * The parent writes a sequence of operations to fd 3 and closes it; the init
+ * reads it to EOF. Each operation is: u32 op, u32 argc, then argc times
+ * (u32 len, len bytes, one NUL). Integers are in host byte order: both ends
+ * are the same binary on the same machine. */
+#ifndef CODERUNNER_NSINIT_H
+#define CODERUNNER_NSINIT_H
+
+enum nsinit_op {
+	OP_ROOT = 1,     /* path: mount the new root tmpfs there */
+	OP_MKDIR = 2,    /* path, mode(octal), uid, gid */
+	OP_BIND = 3,     /* src, dst, "ro"|"rw" */
+	OP_SYMLINK = 4,  /* target, linkpath */
+	OP_TMPFS = 5,    /* dst, options */
+	OP_FILE = 6,     /* path, content, mode(octal), uid, gid */
+	OP_PROC = 7,     /* dst */
+	OP_HOSTNAME = 8, /* name */
+	OP_LOOPBACK = 9, /* (none) */
+	OP_CGROUPNS = 10,/* (none) */
+	OP_RLIMIT = 11,  /* resource, soft, hard (decimal) */
+	OP_USER = 12,    /* uid, gid */
+	OP_CWD = 13,     /* path */
+	OP_SECCOMP = 14, /* struct sock_filter[] */
+	OP_ARGV = 15,    /* args... */
+	OP_ENV = 16,     /* env... */
+	OP_DEV = 17,     /* name: bind /dev/<name> from the host */
+};
+
+#define NSINIT_ARGV0 "coderunner-nsinit"
+#define NSINIT_CONFIG_FD 3
+#define NSINIT_STATUS_FD 4
+#define NSINIT_MAX_CONFIG (96u << 20)
+
+#endif

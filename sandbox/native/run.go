@@ -1,0 +1,536 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/cgroup"
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/native/nsinit"
+)
+
+// drainTimeout bounds how long output is read after the init is gone. By
+// then the kernel has killed every process of the run, so the pipes are at
+// EOF unless a descriptor was passed out of the sandbox, which cannot
+// happen; the bound is a guard, not a policy.
+const drainTimeout = 2 * time.Second
+
+// kill reasons, in order of precedence.
+const (
+	killNone = iota
+	killOutput
+	killWall
+	killCPU
+	killCancel
+)
+
+// initCaps are the capabilities, within its own namespaces, that the
+// sandbox init needs to build the sandbox.
+var initCaps = []uintptr{
+	unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_SETPCAP, unix.CAP_CHOWN,
+	unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_NET_ADMIN,
+}
+
+// Run executes spec in fresh namespaces. See sandbox.Backend.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	s := *spec
+	s.Limits = s.Limits.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := &run{b: b, spec: &s, id: b.runID.Add(1)}
+	defer r.close()
+	return r.execute(ctx)
+}
+
+// run is the state of one execution. Everything it opens is released by
+// close, on every path.
+type run struct {
+	b    *Backend
+	spec *sandbox.Spec
+	id   uint64
+
+	files    []*os.File // closed by close
+	group    *cgroup.Group
+	setup    setup
+	warnings []string
+}
+
+func (r *run) keep(f *os.File) *os.File {
+	r.files = append(r.files, f)
+	return f
+}
+
+func (r *run) close() {
+	for _, f := range r.files {
+		_ = f.Close()
+	}
+	if r.group != nil {
+		if err := r.group.Destroy(); err != nil {
+			r.b.log.Warn("unable to remove run cgroup", "run", r.id, "error", err)
+		}
+	}
+}
+
+func (r *run) pipe() (rd, wr *os.File, err error) {
+	rd, wr, err = os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: unable to create pipe: %v", sandbox.ErrSetup, err)
+	}
+	r.keep(rd)
+	r.keep(wr)
+	return rd, wr, nil
+}
+
+func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
+	b, s, lim := r.b, r.spec, r.spec.Limits
+	if err := r.plan(); err != nil {
+		return nil, err
+	}
+
+	stdin, stdinW, err := r.stdin()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := r.pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := r.pipe()
+	if err != nil {
+		return nil, err
+	}
+	cfgR, cfgW, err := r.pipe()
+	if err != nil {
+		return nil, err
+	}
+	statR, statW, err := r.pipe()
+	if err != nil {
+		return nil, err
+	}
+
+	if b.cgroups != nil {
+		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), r.id), cgroup.Limits{
+			Memory:    lim.Memory,
+			Processes: lim.Processes + 1, // the init
+			CPUs:      lim.CPUs,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
+		}
+		r.group = g
+	}
+
+	files := []*os.File{stdin, outW, errW, cfgR, statW}
+	proc, err := os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{},
+		Files: files,
+		Sys:   r.sysProcAttr(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to start sandbox init: %v", sandbox.ErrSetup, err)
+	}
+	// The child holds its own copies now.
+	for _, f := range []*os.File{stdin, outW, errW, cfgR, statW} {
+		_ = f.Close()
+	}
+
+	waited := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := proc.Wait()
+		waited <- st
+	}()
+	abort := func(err error) (*sandbox.Result, error) {
+		_ = proc.Kill()
+		<-waited
+		return nil, err
+	}
+
+	if r.group != nil {
+		if _, ok := r.group.FD(); !ok {
+			if err := r.group.Add(proc.Pid); err != nil {
+				return abort(fmt.Errorf("%w: %v", sandbox.ErrSetup, err))
+			}
+		}
+	}
+
+	kill := make(chan int, 4)
+	stop := func(reason int) {
+		select {
+		case kill <- reason:
+		default:
+		}
+	}
+	stdout := newCapture(lim.OutputBytes, s.Stdout, func() { stop(killOutput) })
+	stderr := newCapture(lim.OutputBytes, s.Stderr, func() { stop(killOutput) })
+	go stdout.drain(outR)
+	go stderr.drain(errR)
+	status := make(chan []byte, 1)
+	go func() {
+		msg, _ := readBounded(statR, 4096)
+		status <- msg
+	}()
+
+	// The config is also the go signal: the init blocks on it, so the
+	// program cannot start before it is in its cgroup.
+	if _, err := cfgW.Write(r.setup.buf); err != nil && !errors.Is(err, syscall.EPIPE) {
+		return abort(fmt.Errorf("%w: unable to send sandbox setup: %v", sandbox.ErrSetup, err))
+	}
+	_ = cfgW.Close()
+	start := time.Now()
+	if stdinW != nil {
+		go feed(stdinW, s.Stdin)
+	}
+
+	mon := newMonitor(r.group, lim, s.SampleInterval, start)
+	go mon.watch(func() { stop(killCPU) })
+	defer mon.stop()
+
+	wall := time.NewTimer(lim.WallTime)
+	defer wall.Stop()
+
+	reason := killNone
+	var state *os.ProcessState
+	select {
+	case state = <-waited:
+	case <-wall.C:
+		reason = killWall
+	case reason = <-kill:
+	case <-ctx.Done():
+		reason = killCancel
+	}
+	end := time.Now()
+	if state == nil {
+		_ = proc.Kill()
+		if r.group != nil {
+			_ = r.group.Kill()
+		}
+		state = <-waited
+	}
+	mon.stop()
+	if reason == killCancel {
+		return nil, ctx.Err()
+	}
+
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+	for _, c := range []*capture{stdout, stderr} {
+		select {
+		case <-c.done:
+		case <-timer.C:
+			r.b.log.Warn("output still open after the sandbox ended", "run", r.id)
+		}
+	}
+	var msg []byte
+	select {
+	case msg = <-status:
+	case <-timer.C:
+	}
+
+	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append(r.warnings, r.b.warnings...)}
+	res.Stdout, res.StdoutTruncated = stdout.result()
+	res.Stderr, res.StderrTruncated = stderr.result()
+	res.Samples = mon.finish(end)
+	if r.group != nil {
+		st, err := r.group.Stats()
+		if err != nil {
+			return nil, fmt.Errorf("%w: unable to read cgroup: %v", sandbox.ErrSetup, err)
+		}
+		res.CPUTime = st.CPU
+		res.PeakMemory = st.PeakMemory
+		res.MemoryExceeded = st.OOMKills > 0
+	} else if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+		res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		res.PeakMemory = ru.Maxrss * 1024
+	}
+	if n := len(res.Samples); n > 0 {
+		last := &res.Samples[n-1]
+		last.CPUTime = res.CPUTime
+		if n == 1 {
+			// Too short to be sampled while running: its peak is the
+			// best account of its memory.
+			last.Memory = res.PeakMemory
+		}
+	}
+	if reason == killNone && res.Truncated() {
+		// The program ended before the kill for its output landed.
+		reason = killOutput
+	}
+	if err := r.verdict(res, msg, state, reason); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// verdict turns the init's report and the kill reason into the Status.
+func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, reason int) error {
+	line := strings.TrimSpace(string(msg))
+	ws := syscall.WaitStatus(0)
+	known := false
+	switch {
+	case strings.HasPrefix(line, "X "):
+		n, err := strconv.Atoi(line[2:])
+		if err != nil {
+			return fmt.Errorf("%w: malformed report from sandbox init: %q", sandbox.ErrSetup, line)
+		}
+		ws, known = syscall.WaitStatus(n), true
+	case strings.HasPrefix(line, "E ") && reason == killNone:
+		return fmt.Errorf("%w: %s", sandbox.ErrSetup, line[2:])
+	}
+	switch {
+	case !known:
+		// The init itself was killed: by us, or by the OOM killer.
+		res.ExitCode, res.Signal = -1, syscall.SIGKILL
+	case ws.Signaled():
+		res.ExitCode, res.Signal = -1, ws.Signal()
+	default:
+		res.ExitCode = ws.ExitStatus()
+	}
+	switch {
+	case reason == killOutput:
+		res.Status = sandbox.StatusOutputLimit
+	case reason == killWall:
+		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "wall"
+	case reason == killCPU:
+		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "cpu"
+	case res.Signal == syscall.SIGXCPU || (res.Signal == syscall.SIGKILL && res.CPUTime >= r.spec.Limits.CPUTime):
+		// The rlimit backstop fired before the monitor did.
+		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "cpu"
+	case res.MemoryExceeded && res.Signal == syscall.SIGKILL:
+		res.Status = sandbox.StatusMemoryLimit
+	case !known:
+		return fmt.Errorf("%w: %v (%v)", sandbox.ErrSetup, errInitDied, state)
+	case res.Signal != 0:
+		res.Status = sandbox.StatusSignaled
+	case res.ExitCode != 0:
+		res.Status = sandbox.StatusNonzeroExit
+	default:
+		res.Status = sandbox.StatusOK
+	}
+	return nil
+}
+
+func (r *run) stdin() (child, parent *os.File, err error) {
+	if r.spec.Stdin == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
+		}
+		return r.keep(f), nil, nil
+	}
+	return r.pipe()
+}
+
+func (r *run) sysProcAttr() *syscall.SysProcAttr {
+	b := r.b
+	attr := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+		Setsid:    true,
+		Pdeathsig: syscall.SIGKILL,
+		// As root the init starts as host uid 0, which is not mapped in
+		// its namespace, so exec would clear the capabilities it holds
+		// there; these carry over the ones the setup needs. They are
+		// capabilities over the new namespaces only, and the program's
+		// process drops every one of them.
+		AmbientCaps: initCaps,
+	}
+	if b.privileged {
+		ids := []syscall.SysProcIDMap{
+			{ContainerID: 0, HostID: b.hostBase, Size: 1},
+			{ContainerID: sandboxUID, HostID: b.hostBase + sandboxUID, Size: 1},
+		}
+		attr.UidMappings, attr.GidMappings = ids, ids
+		attr.GidMappingsEnableSetgroups = true
+	} else {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+	}
+	if r.group != nil {
+		if fd, ok := r.group.FD(); ok {
+			attr.UseCgroupFD, attr.CgroupFD = true, fd
+		}
+	}
+	return attr
+}
+
+// feed copies the program's input and closes the pipe. A program that exits
+// without reading all of it ends the copy with EPIPE.
+func feed(w *os.File, src interface{ Read([]byte) (int, error) }) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = w.Close()
+}
+
+func readBounded(f *os.File, limit int) ([]byte, error) {
+	var buf bytes.Buffer
+	chunk := make([]byte, 512)
+	for buf.Len() < limit {
+		n, err := f.Read(chunk)
+		buf.Write(chunk[:n])
+		if err != nil {
+			return buf.Bytes(), err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// plan encodes everything the init has to do.
+func (r *run) plan() error {
+	s, lim, b := r.spec, r.spec.Limits, r.b
+	uid := b.innerUID
+	w := &r.setup
+	w.op(nsinit.OpCgroupNS)
+	w.op(nsinit.OpRoot, b.rootDir)
+
+	for _, m := range s.Mounts {
+		if err := r.mount(m); err != nil {
+			return err
+		}
+	}
+	for name, content := range b.etc {
+		w.file(name, content, 0o644, 0, 0)
+	}
+	w.mkdir("/dev", 0o755, 0, 0)
+	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
+		w.op(nsinit.OpDev, dev)
+	}
+	w.op(nsinit.OpSymlink, "/proc/self/fd", "/dev/fd")
+	w.op(nsinit.OpSymlink, "/proc/self/fd/0", "/dev/stdin")
+	w.op(nsinit.OpSymlink, "/proc/self/fd/1", "/dev/stdout")
+	w.op(nsinit.OpSymlink, "/proc/self/fd/2", "/dev/stderr")
+	w.op(nsinit.OpTmpfs, "/dev/shm", tmpfsOptions(lim.TmpSize, 0o1777, -1))
+	w.op(nsinit.OpProc, "/proc")
+	w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1))
+
+	if s.Workspace != "" {
+		if err := r.hostWorkspace(); err != nil {
+			return err
+		}
+	} else {
+		w.op(nsinit.OpTmpfs, sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, uid))
+		made := map[string]bool{}
+		for _, f := range s.Files {
+			for dir := path.Dir(f.Path); dir != "."; dir = path.Dir(dir) {
+				made[dir] = true
+			}
+		}
+		for _, dir := range sortedKeys(made) {
+			w.mkdir(path.Join(sandbox.WorkspaceDir, dir), 0o755, uid, uid)
+		}
+		for _, f := range s.Files {
+			mode := uint32(f.Mode.Perm())
+			if mode == 0 {
+				mode = 0o644
+			}
+			w.file(path.Join(sandbox.WorkspaceDir, f.Path), f.Content, mode, uid, uid)
+		}
+	}
+	w.op(nsinit.OpHostname, "sandbox")
+	w.op(nsinit.OpLoopback)
+	w.op(nsinit.OpUser, strconv.Itoa(uid), strconv.Itoa(uid))
+	dir := s.Dir
+	if dir == "" {
+		dir = sandbox.WorkspaceDir
+	}
+	w.op(nsinit.OpCwd, dir)
+	r.rlimits()
+	w.head(nsinit.OpSeccomp, 1)
+	w.arg(b.filter)
+	w.op(nsinit.OpArgv, s.Args...)
+	w.op(nsinit.OpEnv, s.Env...)
+	if len(w.buf) > nsinit.MaxConfig {
+		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, len(w.buf), nsinit.MaxConfig)
+	}
+	return nil
+}
+
+func tmpfsOptions(size int64, mode os.FileMode, uid int) string {
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o", size, maxInodes, mode)
+	if uid >= 0 {
+		opts += fmt.Sprintf(",uid=%d,gid=%d", uid, uid)
+	}
+	return opts
+}
+
+// maxInodes caps the files of each tmpfs: without it a run could pin kernel
+// memory with millions of empty files.
+const maxInodes = 16384
+
+// mount adds one toolchain mount. A host symlink is recreated as the same
+// link; anything else is bind-mounted.
+func (r *run) mount(m sandbox.Mount) error {
+	target := m.TargetPath()
+	fi, err := os.Lstat(m.Source)
+	if err != nil {
+		return fmt.Errorf("%w: mount source: %v", sandbox.ErrSetup, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		link, err := os.Readlink(m.Source)
+		if err != nil {
+			return fmt.Errorf("%w: mount source: %v", sandbox.ErrSetup, err)
+		}
+		r.setup.op(nsinit.OpSymlink, link, target)
+		return nil
+	}
+	mode := "ro"
+	if m.Writable {
+		mode = "rw"
+	}
+	r.setup.op(nsinit.OpBind, m.Source, target, mode)
+	return nil
+}
+
+func (r *run) rlimits() {
+	lim, w := r.spec.Limits, &r.setup
+	cpu := uint64((lim.CPUTime + time.Second - 1) / time.Second)
+	stack := uint64(min(lim.Memory, 256*sandbox.MiB))
+	w.rlimit(unix.RLIMIT_CORE, 0, 0)
+	w.rlimit(unix.RLIMIT_FSIZE, uint64(lim.FileSize), uint64(lim.FileSize))
+	w.rlimit(unix.RLIMIT_NOFILE, uint64(lim.OpenFiles), uint64(lim.OpenFiles))
+	w.rlimit(unix.RLIMIT_STACK, stack, stack)
+	// A backstop only: the monitor stops the run at the CPU limit within
+	// milliseconds; this catches a parent that could not watch.
+	w.rlimit(unix.RLIMIT_CPU, cpu+1, cpu+2)
+	w.rlimit(unix.RLIMIT_NPROC, uint64(lim.Processes), uint64(lim.Processes))
+	if r.b.cgroups == nil {
+		// Without a memory cgroup the address space is the only handle
+		// on memory.
+		w.rlimit(unix.RLIMIT_AS, uint64(lim.Memory), uint64(lim.Memory))
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Parents sort before their children.
+	slices.Sort(keys)
+	return keys
+}
