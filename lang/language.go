@@ -1,0 +1,202 @@
+package lang
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// DefaultBinary is the file name of the compiled program in the workspace
+// when Vars.Binary is empty.
+const DefaultBinary = "main"
+
+// DefaultClass is the Java class name used when the code names none.
+const DefaultClass = "Solution"
+
+// defaultMemoryMB expands {memory_mb} when the caller gave no limit; it is
+// the default memory limit of a run.
+const defaultMemoryMB = 256
+
+// Language is one entry of the table, built from a validated Recipe.
+//
+// Env and Mounts are filled in by Discover; read them after it returned.
+// Every other field is fixed when the table is built.
+type Language struct {
+	ID         string
+	Aliases    []string
+	Extensions []string
+	Compiled   bool
+	// Source is the source file name template ("main.c", "{class}.java").
+	Source string
+	// Compile and Run are argv templates (see the package documentation).
+	Compile, Run []string
+	// Env holds the recipe's KEY=value entries with {tool} and {root}
+	// expanded. The backend adds HOME, TMPDIR, LANG and LC_ALL.
+	Env []string
+	// Mounts are the base mounts and the toolchain's, read-only.
+	Mounts []sandbox.Mount
+	// Image is the container image for the docker backend.
+	Image string
+	// MemoryFactor and TimeoutFactor scale the limits of the language's
+	// runs; they are at least 1.
+	MemoryFactor, TimeoutFactor float64
+	// Recipe is the merged recipe the language was built from.
+	Recipe Recipe
+
+	baseMounts []string
+	// staticTool and staticRoot expand {tool} and {root} before discovery.
+	staticTool, staticRoot string
+	getenv                 func(string) string
+
+	once sync.Once
+	disc atomic.Pointer[discovered]
+}
+
+// Vars are the values of the argv placeholders. Empty fields take
+// defaults: Workspace is /workspace, Source is the workspace path of
+// SourceName's file (with Class), Binary is Workspace/main, Class is
+// Solution and MemoryMB is 256.
+type Vars struct {
+	Source    string
+	Binary    string
+	Class     string
+	Workspace string
+	// MemoryMB is the memory limit of the step (compile or run) in MB.
+	MemoryMB int
+}
+
+func newLanguage(id string, r Recipe, base []string) *Language {
+	l := &Language{
+		ID:            id,
+		Aliases:       lower(r.Aliases),
+		Extensions:    lower(r.Extensions),
+		Compiled:      r.Compiled,
+		Source:        r.Source,
+		Compile:       r.Compile,
+		Run:           r.Run,
+		Image:         r.Image,
+		MemoryFactor:  atLeastOne(r.MemoryFactor),
+		TimeoutFactor: atLeastOne(r.TimeoutFactor),
+		Recipe:        r,
+		baseMounts:    base,
+	}
+	tc := r.Toolchain
+	l.staticRoot = tc.Mount
+	switch {
+	case tc.Mount != "" && tc.Tool != "":
+		l.staticTool = tc.Mount + "/" + tc.Tool
+	case len(tc.Paths) > 0:
+		l.staticTool = tc.Paths[0]
+	case tc.Program != "":
+		l.staticTool = "/usr/bin/" + tc.Program
+	}
+	return l
+}
+
+func lower(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
+}
+
+func atLeastOne(f float64) float64 {
+	if f < 1 {
+		return 1
+	}
+	return f
+}
+
+// SourceName is the file name the code must be saved under. For a
+// template with {class} (Java) the class is the one named by "public
+// class X", else the class that declares main, else Solution.
+func (l *Language) SourceName(code string) string {
+	if !hasClass(l.Source) {
+		return l.Source
+	}
+	return expandClass(l.Source, JavaClass(code))
+}
+
+// NeedsClass reports whether the language's file name or commands use the
+// {class} placeholder, so that the caller must pass Vars.Class.
+func (l *Language) NeedsClass() bool {
+	if hasClass(l.Source) {
+		return true
+	}
+	for _, a := range append(append([]string(nil), l.Compile...), l.Run...) {
+		if hasClass(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasClass(s string) bool {
+	return strings.Contains(s, "{class}") || strings.Contains(s, "{classname}")
+}
+
+func expandClass(s, class string) string {
+	return strings.NewReplacer("{class}", class, "{classname}", class).Replace(s)
+}
+
+// CompileArgs is the compile argv with its placeholders expanded, or nil
+// for an interpreted language. {tool} and {root} take their discovered
+// values once Discover ran.
+func (l *Language) CompileArgs(v Vars) []string {
+	if len(l.Compile) == 0 {
+		return nil
+	}
+	return l.expand(l.Compile, v)
+}
+
+// RunArgs is the run argv with its placeholders expanded.
+func (l *Language) RunArgs(v Vars) []string { return l.expand(l.Run, v) }
+
+func (l *Language) expand(tmpl []string, v Vars) []string {
+	v = l.withDefaults(v)
+	tool, root := l.staticTool, l.staticRoot
+	if d := l.disc.Load(); d != nil && d.tc.Available {
+		tool, root = d.tool, d.root
+	}
+	r := strings.NewReplacer(
+		"{source}", v.Source, "{filename}", v.Source,
+		"{binary}", v.Binary,
+		"{class}", v.Class, "{classname}", v.Class,
+		"{workspace}", v.Workspace,
+		"{memory_mb}", strconv.Itoa(v.MemoryMB),
+		"{tool}", tool,
+		"{root}", root,
+	)
+	out := make([]string, len(tmpl))
+	for i, a := range tmpl {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+func (l *Language) withDefaults(v Vars) Vars {
+	if v.Workspace == "" {
+		v.Workspace = sandbox.WorkspaceDir
+	}
+	if v.Class == "" {
+		v.Class = DefaultClass
+	}
+	if v.Source == "" {
+		v.Source = path.Join(v.Workspace, expandClass(l.Source, v.Class))
+	}
+	if v.Binary == "" {
+		v.Binary = path.Join(v.Workspace, DefaultBinary)
+	}
+	if v.MemoryMB <= 0 {
+		v.MemoryMB = defaultMemoryMB
+	}
+	return v
+}

@@ -1,0 +1,243 @@
+package lang
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Recipe is a language as data: how its source file is named, compiled and
+// run, what it needs mounted, and how its toolchain is found on the host.
+// It is what recipes.yaml and the configuration file's languages section
+// hold.
+//
+// As an override, a Recipe decoded from YAML replaces exactly the fields
+// its YAML sets; a Recipe built in Go replaces the fields that are not
+// zero.
+type Recipe struct {
+	// ID is the language's identifier. In a map of recipes the key is the
+	// ID; an ID field, when present, must equal it.
+	ID string `yaml:"id,omitempty"`
+	// Aliases are other names the language is looked up by.
+	Aliases []string `yaml:"aliases,omitempty"`
+	// Extensions are file name extensions with their dot (".py"). No two
+	// languages may share one.
+	Extensions []string `yaml:"extensions,omitempty"`
+	// Compiled tells that Compile must succeed before Run.
+	Compiled bool `yaml:"compiled,omitempty"`
+	// Source is the source file name in the workspace. It may use {class}.
+	Source string `yaml:"source,omitempty"`
+	// Compile is the compile argv template of a compiled language.
+	Compile []string `yaml:"compile,omitempty"`
+	// Run is the run argv template.
+	Run []string `yaml:"run,omitempty"`
+	// Env holds KEY=value entries added to the sandbox environment. PATH
+	// must let compilers find their helpers (gcc runs as and ld). It may
+	// use {tool}, {root} and {workspace}.
+	Env []string `yaml:"env,omitempty"`
+	// Mounts are extra host paths made visible read-only.
+	Mounts []RecipeMount `yaml:"mounts,omitempty"`
+	// Version is an argv run on the host, with {host_tool} and {host_root},
+	// whose first line of output is the toolchain's version. It also
+	// proves that the toolchain runs.
+	Version []string `yaml:"version,omitempty"`
+	// Image is the container image the docker backend uses.
+	Image string `yaml:"image,omitempty"`
+	// MemoryFactor and TimeoutFactor scale the memory and time limits of
+	// the language's runs, for runtimes with a fixed start-up cost (a JVM).
+	// Zero means 1. The judge applies them; the table only carries them.
+	MemoryFactor  float64 `yaml:"memory_factor,omitempty"`
+	TimeoutFactor float64 `yaml:"timeout_factor,omitempty"`
+	// Toolchain tells discovery how to find the toolchain on the host.
+	Toolchain Discovery `yaml:"toolchain,omitempty"`
+
+	// set records the YAML keys a decoded recipe had, so that an override
+	// can set a field to its zero value (compiled: false).
+	set map[string]bool
+}
+
+// RecipeMount is a host path made visible read-only inside the sandbox.
+type RecipeMount struct {
+	// Source is the absolute host path.
+	Source string `yaml:"source"`
+	// Target is the absolute sandbox path; empty means Source.
+	Target string `yaml:"target,omitempty"`
+}
+
+// Discovery holds the hints for finding a toolchain on the host.
+type Discovery struct {
+	// Program is the name looked up in the host's PATH after Paths.
+	Program string `yaml:"program,omitempty"`
+	// Paths are absolute host paths tried first, in order.
+	Paths []string `yaml:"paths,omitempty"`
+	// RootUp derives the toolchain root from the program's real path by
+	// removing this many trailing elements (2: .../jdk/bin/javac -> .../jdk).
+	RootUp int `yaml:"root_up,omitempty"`
+	// RootCommand, run on the host with {host_program}, prints the root
+	// (rustc --print sysroot asks a rustup proxy for the real toolchain).
+	RootCommand []string `yaml:"root_command,omitempty"`
+	// Tool is the program's path relative to the root, when the program
+	// found is not itself inside the root (a proxy).
+	Tool string `yaml:"tool,omitempty"`
+	// Mount is the neutral sandbox path where the root is mounted. Without
+	// it the toolchain must be visible through the base mounts.
+	Mount string `yaml:"mount,omitempty"`
+	// FollowLinks mounts, at their own paths, the directories that absolute
+	// symbolic links inside the root point to (Debian's JDK links its
+	// lib/jvm.cfg and conf files into /etc/java-17-openjdk).
+	FollowLinks bool `yaml:"follow_links,omitempty"`
+	// Requires are host paths that must exist, already visible through the
+	// base mounts (a linker).
+	Requires []string `yaml:"requires,omitempty"`
+}
+
+// UnmarshalYAML decodes a recipe strictly: an unknown key is an error. It
+// also accepts the shapes of the CodeRunner and Code Execution Sandbox
+// specifications' language tables: compile as a bool, compile_command,
+// command for run, and a single extension without its dot.
+func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a language recipe must be a mapping", n.Line)
+	}
+	out := Recipe{set: map[string]bool{}}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		key := k.Value
+		switch key {
+		case "id":
+			err = v.Decode(&out.ID)
+		case "aliases":
+			err = v.Decode(&out.Aliases)
+		case "extensions":
+			err = v.Decode(&out.Extensions)
+		case "extension":
+			var ext string
+			if err = v.Decode(&ext); err == nil {
+				if ext != "" && !strings.HasPrefix(ext, ".") {
+					ext = "." + ext
+				}
+				out.Extensions = []string{ext}
+			}
+			key = "extensions"
+		case "compiled":
+			err = v.Decode(&out.Compiled)
+		case "source":
+			err = v.Decode(&out.Source)
+		case "compile":
+			// The CodeRunner specification writes "compile: true" where
+			// this table says "compiled".
+			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+				err = v.Decode(&out.Compiled)
+				key = "compiled"
+			} else {
+				err = v.Decode(&out.Compile)
+			}
+		case "compile_command":
+			err = v.Decode(&out.Compile)
+			key = "compile"
+		case "run", "command":
+			err = v.Decode(&out.Run)
+			key = "run"
+		case "env":
+			err = v.Decode(&out.Env)
+		case "mounts":
+			err = strictDecode(v, &out.Mounts)
+		case "version":
+			err = v.Decode(&out.Version)
+		case "image":
+			err = v.Decode(&out.Image)
+		case "memory_factor":
+			err = v.Decode(&out.MemoryFactor)
+		case "timeout_factor":
+			err = v.Decode(&out.TimeoutFactor)
+		case "toolchain":
+			err = strictDecode(v, &out.Toolchain)
+		default:
+			return fmt.Errorf("line %d: unknown recipe field %q", k.Line, k.Value)
+		}
+		if err != nil {
+			return fmt.Errorf("recipe field %s: %w", k.Value, err)
+		}
+		if out.set[key] {
+			return fmt.Errorf("line %d: recipe field %s is set twice", k.Line, key)
+		}
+		out.set[key] = true
+	}
+	*r = out
+	return nil
+}
+
+// strictDecode decodes n into out refusing unknown keys, which Node.Decode
+// alone does not do.
+func strictDecode(n *yaml.Node, out any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(out)
+}
+
+// isSet reports whether an override sets field: the YAML had the key, or,
+// for a recipe built in Go, the value is not zero.
+func (r *Recipe) isSet(field string, nonZero bool) bool {
+	if r.set != nil {
+		return r.set[field]
+	}
+	return nonZero
+}
+
+// merge returns base with every field o sets replaced by o's value.
+func merge(base, o Recipe) Recipe {
+	out := base
+	out.set = nil
+	if o.isSet("aliases", o.Aliases != nil) {
+		out.Aliases = o.Aliases
+	}
+	if o.isSet("extensions", o.Extensions != nil) {
+		out.Extensions = o.Extensions
+	}
+	if o.isSet("compiled", o.Compiled) {
+		out.Compiled = o.Compiled
+	}
+	if o.isSet("source", o.Source != "") {
+		out.Source = o.Source
+	}
+	if o.isSet("compile", o.Compile != nil) {
+		out.Compile = o.Compile
+	}
+	if o.isSet("run", o.Run != nil) {
+		out.Run = o.Run
+	}
+	if o.isSet("env", o.Env != nil) {
+		out.Env = o.Env
+	}
+	if o.isSet("mounts", o.Mounts != nil) {
+		out.Mounts = o.Mounts
+	}
+	if o.isSet("version", o.Version != nil) {
+		out.Version = o.Version
+	}
+	if o.isSet("image", o.Image != "") {
+		out.Image = o.Image
+	}
+	if o.isSet("memory_factor", o.MemoryFactor != 0) {
+		out.MemoryFactor = o.MemoryFactor
+	}
+	if o.isSet("timeout_factor", o.TimeoutFactor != 0) {
+		out.TimeoutFactor = o.TimeoutFactor
+	}
+	if o.isSet("toolchain", !o.Toolchain.isZero()) {
+		out.Toolchain = o.Toolchain
+	}
+	return out
+}
+
+func (d *Discovery) isZero() bool {
+	return d.Program == "" && d.Paths == nil && d.RootUp == 0 && d.RootCommand == nil &&
+		d.Tool == "" && d.Mount == "" && !d.FollowLinks && d.Requires == nil
+}
