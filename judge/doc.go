@@ -1,0 +1,88 @@
+// Package judge is spec 000's CodeRunner judge: it compiles a program once,
+// runs it on every test case and gives a verdict per test and overall
+// (CONTRACT §4.2, §5, §10).
+//
+// The judge does not know how programs are compiled or isolated: it asks an
+// Engine to Prepare the code (compile it, through a cache, when the
+// language is compiled) and then runs the resulting Program once per test
+// with sandbox.Limits built from the request. The Engine on the real
+// sandbox backends and the language table lives elsewhere; tests use a
+// scripted fake.
+//
+// # Requests
+//
+// DecodeRequest reads the JSON form of an ExecutionRequest. It reads at
+// most MaxRequestBytes, ignores unknown fields (friendlier to clients, and
+// applied the same way to every nested object), and accepts "expected" for
+// a test's "expected_output". A zero limit means its default (5000 ms per
+// test, 60000 ms in total, 256 MB, 1 CPU, "normalized" comparison), as a
+// zero field of sandbox.Limits does; an empty test id becomes
+// "test_<index>".
+//
+// Execute validates the request as spec 000's _validate_request does,
+// with the same messages, and then checks the project's own bounds
+// (per-test timeouts, total timeout, CPU limit, code size, number of tests,
+// size of inputs and expected outputs, compare mode). A refused request is a
+// sandbox_error result with error_info {code: VALIDATION_ERROR, stage:
+// validation} and no test results. A language the Engine does not know is
+// spec 000's UNSUPPORTED_LANGUAGE result.
+//
+// # Running
+//
+// Code is sanitised as spec 000's sanitize_code does: NUL bytes are
+// removed, and Python code matching the spec's dangerous patterns is logged
+// as a warning, never refused — the sandbox is the defence.
+//
+// Tests run up to Options.Parallel at a time (default: the number of
+// CPUs), in request order, and their results keep that order whatever
+// order the runs finish in. Each run gets WallTime and CPUTime equal to the
+// test's timeout_ms, or the request's when the test has none (larger or
+// smaller), Memory from memory_limit_mb, CPUs from cpu_limit, and
+// OutputBytes of max(Options.MaxOutputKB KiB, twice the largest expected
+// output); other limits are left to the backend's defaults.
+//
+// total_timeout_ms is wall-clock time counted from the start of the tests,
+// as in spec 000's run_tests: compilation is bounded by the Engine's own
+// compile limits, so a slow or uncached compile does not eat into the time
+// of the tests. When it runs out, running tests are cancelled, tests not
+// yet started are not started, and all of them are "timeout" with
+// "Total timeout exceeded"; a run that had ended on its own keeps its
+// verdict.
+//
+// # Verdicts
+//
+// A run's sandbox.Result becomes a test verdict, first match wins:
+// output over the cap is wrong_answer ("output limit exceeded"); a time
+// limit is timeout; a memory-limit kill, an OOM kill of any process of the
+// run, or a failed Java run that printed java.lang.OutOfMemoryError is
+// memory_exceeded; a non-zero exit or a signal is runtime_error with the
+// trimmed stderr as message (or "Exit code: N" / "Killed by signal N");
+// a clean exit is passed or wrong_answer by the request's Comparator (see
+// ParseCompare). execution_time_ms is the run's wall time and
+// memory_used_kb its peak memory.
+//
+// The overall status, summary and error_info are spec 000's _build_result:
+// all_passed, some_passed, else the first of timeout, memory_exceeded,
+// runtime_error found among the tests, else all_failed.
+//
+// Hidden tests are judged like the others, but their actual_output and
+// expected_output are empty strings, error_info.details is an empty string
+// when they are the first failure, and a runtime error's message does not
+// quote stderr (a program could print its input there): it says only how
+// the program ended.
+//
+// # Failures
+//
+// Execute never returns an error and never panics. A failure of the
+// machinery (an Engine error other than a compile error or an unknown
+// language, a panic, the caller's cancellation) is a sandbox_error result
+// with error_info {code: SANDBOX_ERROR, stage: compilation or execution}
+// and no test results, and is logged with the request id.
+//
+// # Fleet
+//
+// ArtifactToExecutionRequest and ExecutionResultToArtifact convert between
+// Fleet artifacts and requests/results as spec 000's Fleet integration
+// does, storing result content of InlineThreshold bytes or more by "beads:"
+// reference.
+package judge
