@@ -1,0 +1,91 @@
+// Package seccomp builds the seccomp-BPF filter that the native sandbox
+// backend installs just before it executes untrusted code.
+//
+// The filter is the last layer of the sandbox. Namespaces, cgroups, rlimits
+// and dropped capabilities decide what the program may touch; the filter
+// shrinks the kernel interface the program can reach, so that a kernel bug
+// in a rarely used system call is not an escape route. It is built in Go
+// (Program, ProgramFor), encoded with Marshal as the kernel's struct
+// sock_filter array, and handed to the backend's small C init, which sets
+// no_new_privs, loads it with seccomp(SECCOMP_SET_MODE_FILTER) and calls
+// execve. Install does the same from Go, for tests and Go callers.
+//
+// # Policy
+//
+// The filter is a denylist on top of strict ABI checks. In order:
+//
+//   - A system call from any ABI but the native one (seccomp_data.arch other
+//     than AUDIT_ARCH_X86_64 or AUDIT_ARCH_AARCH64) kills the process. The
+//     same number names different calls in each ABI: a 64-bit program can
+//     still enter the kernel through the 32-bit int 0x80 gate on amd64,
+//     where 11 is execve and 3 is read, so a denylist written in 64-bit
+//     numbers would be bypassed through the 32-bit ABI unless that ABI is
+//     refused outright.
+//   - On amd64, a number with the x32 bit (__X32_SYSCALL_BIT, 0x40000000)
+//     kills the process, for the same reason: x32 calls carry the native
+//     audit arch but reach other entry points.
+//   - clone3 fails with ENOSYS. Its flags live in memory the filter cannot
+//     read, so it cannot be checked; ENOSYS makes libc fall back to clone.
+//   - clone fails with EPERM when its flags ask for a new namespace
+//     (CLONE_NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWCGROUP,
+//     NEWTIME); fork, vfork and threads are allowed.
+//   - ioctl fails with EPERM for TIOCSTI and TIOCLINUX. TIOCSTI pushes
+//     characters into a terminal's input queue: a sandboxed program sharing
+//     the caller's terminal could queue commands that the caller's shell
+//     runs after the sandbox exits (CVE-2016-7545 and its relatives).
+//   - personality fails with EPERM except for PER_LINUX, PER_LINUX32, each
+//     with UNAME26, and the 0xffffffff query; the other flags, such as
+//     READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE, weaken exploit mitigations.
+//   - The system calls listed by DeniedSyscalls fail with EPERM whatever
+//     their arguments: mounting and the new mount API, ptrace and
+//     cross-process memory access, kernel modules and kexec, bpf,
+//     perf_event_open, the key store, userfaultfd, io_uring, setns and
+//     unshare, clocks, swap, reboot, accounting, quotas, the kernel log,
+//     port I/O, file handles (open_by_handle_at, the "shocker" escape),
+//     fanotify, and obsolete calls.
+//   - Everything else is allowed. Landlock is allowed on purpose: it can
+//     only restrict the caller further.
+//
+// Denied calls fail with EPERM instead of killing the process so that
+// ordinary programs and language runtimes that probe for features (and
+// fall back) keep working; only ABI confusion, which no honest program
+// produces, kills.
+//
+// # Threats
+//
+// The 32-bit ABI bypass is described above. io_uring performs reads,
+// writes, opens and network operations from kernel workers that seccomp
+// never sees, so allowing it would let a program step around any filter,
+// and it has been one of the kernel's most exploited subsystems; it is
+// refused entirely. User namespaces make a process root inside a new
+// namespace and thereby expose kernel code written for privileged callers
+// (netfilter, mount and filesystem code) to anyone: many recent local
+// privilege escalations start with unshare(CLONE_NEWUSER). The backend
+// builds every namespace the program needs before the filter is loaded;
+// the program itself may neither create nor join one, whether through
+// clone, clone3, unshare or setns.
+//
+// A few facts the filter relies on: the clone flags are args[0] on both
+// amd64 and arm64 (arm64's CLONE_BACKWARDS swaps only tls and child_tid),
+// and the kernel uses only their low 32 bits. CLONE_NEWTIME shares its bit
+// with the exit-signal byte of clone(2), so a time namespace can only be
+// asked for through clone3 or unshare; the bit is masked in clone too,
+// which refuses only exit signals of 128 or more, which no valid program
+// passes. ioctl requests and personality values are 32-bit in the kernel,
+// so only the low word of those arguments is compared.
+//
+// # Shape of the program
+//
+// The program is linear and short: check the arch, load the number,
+// compare it against each special or denied call, and jump to one of four
+// shared return instructions at the end. Arguments are loaded only in the
+// blocks for clone, ioctl and personality. That keeps every other call's
+// verdict a function of its number alone, which lets the kernel (5.11 and
+// later) precompute "always allowed" per number and skip running the
+// filter for those calls. Jumps are written with labels and resolved by a
+// small assembler that refuses backward or out-of-range jumps.
+//
+// System call numbers are written out per architecture, since
+// golang.org/x/sys/unix only describes the architecture being built; the
+// tests check each table against unix.SYS_* on its own architecture.
+package seccomp
