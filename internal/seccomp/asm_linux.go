@@ -66,10 +66,6 @@ func (p *asm) assemble() ([]unix.SockFilter, error) {
 	if len(p.insns) > bpfMaxInsns {
 		return nil, fmt.Errorf("program has %d instructions, more than %d", len(p.insns), bpfMaxInsns)
 	}
-	seen := make(map[label]bool, len(p.labels))
-	for l := range p.labels {
-		seen[l] = true
-	}
 	offset := func(at int, to label) (int, error) {
 		if to == next {
 			return 0, nil
