@@ -72,8 +72,8 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 	p.load(offNr)
 	if a.x32 {
 		// x32 calls carry the native audit arch but reach other entry
-		// points; the kernel treats nr as unsigned, so negative numbers
-		// land here too.
+		// points. BPF compares unsigned, so negative numbers such as -1
+		// are killed too; no honest program makes them.
 		p.jge(x32SyscallBit, lblKill, next)
 	}
 
