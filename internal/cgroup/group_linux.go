@@ -97,7 +97,7 @@ func (g *Group) readNumber(h int, f ctl, buf []byte) (int64, error) {
 	}
 	v, err := parseUint(data)
 	if err != nil {
-		return 0, fmt.Errorf("unable to parse %s/%s/%s=%q: %w", g.m.hiers[h].base, g.name, f.name, data, err)
+		return 0, fmt.Errorf("unable to parse %s/%s/%s=%q: %w", g.m.hiers[h].base, g.name, f.name, string(data), err)
 	}
 	return v, nil
 }

@@ -107,7 +107,11 @@ func (m *Manager) Create(name string, l Limits) (_ *Group, retErr error) {
 		}
 		g.made = i + 1
 		if m.hooks != nil {
-			if err := m.hooks.populate(dir, h.controllers); err != nil {
+			ctrls := h.controllers
+			if m.version == V2 {
+				ctrls = nil
+			}
+			if err := m.hooks.populate(dir, ctrls); err != nil {
 				return nil, err
 			}
 		}

@@ -48,7 +48,9 @@ func keyValue(data []byte, key string) (v int64, ok bool, err error) {
 		}
 		v, err = parseUint(val)
 		if err != nil {
-			return 0, true, fmt.Errorf("bad value %q for %s: %w", val, key, err)
+			// A copy of val, so that the caller's buffer can stay on its
+			// stack.
+			return 0, true, fmt.Errorf("bad value %q for %s: %w", string(val), key, err)
 		}
 		return v, true, nil
 	}
