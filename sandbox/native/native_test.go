@@ -1,0 +1,81 @@
+package native_test
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/sandbox/native"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
+)
+
+func newBackend(t testing.TB) *native.Backend {
+	t.Helper()
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{})
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	b := newBackend(t)
+	cc, _ := exec.LookPath("gcc")
+	testutil.Require(t, cc != "", "gcc is needed to build the 32-bit syscall probe")
+	sandboxtest.Run(t, sandboxtest.Env{
+		Backend:   b,
+		Mounts:    native.BaseMounts(),
+		CC:        cc,
+		Leftovers: leftovers,
+	})
+}
+
+// leftovers finds processes running as the sandbox's host uids and run
+// cgroups of this process.
+func leftovers() error {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+				uid, _ := strconv.Atoi(f[1])
+				if uid >= native.DefaultHostUIDBase && uid <= native.DefaultHostUIDBase+65536 {
+					found = append(found, fmt.Sprintf("process %d (uid %d)", pid, uid))
+				}
+			}
+		}
+	}
+	prefix := fmt.Sprintf("run-%d-", os.Getpid())
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), prefix) {
+			found = append(found, "cgroup "+path)
+			return filepath.SkipDir
+		}
+		if strings.Count(path, "/") > 8 {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if len(found) > 0 {
+		return fmt.Errorf("%s", strings.Join(found, ", "))
+	}
+	return nil
+}
