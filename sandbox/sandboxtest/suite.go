@@ -552,7 +552,7 @@ func (s *suite) libcCall(t *testing.T, call string) string {
 	res := s.run(t, s.py(`
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
-r = ` + call + `
+r = `+call+`
 print(r, ctypes.get_errno())
 `))
 	return strings.TrimSpace(string(res.Stdout)) + strings.TrimSpace(string(res.Stderr))
