@@ -195,6 +195,9 @@ func (r *Recipe) isSet(field string, nonZero bool) bool {
 func merge(base, o Recipe) Recipe {
 	out := base
 	out.set = nil
+	if o.isSet("id", o.ID != "") {
+		out.ID = o.ID
+	}
 	if o.isSet("aliases", o.Aliases != nil) {
 		out.Aliases = o.Aliases
 	}

@@ -1,0 +1,251 @@
+package lang
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestEmbeddedRecipesValidate(t *testing.T) {
+	f, err := parseEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"bash", "c", "cpp", "go", "java", "javascript", "python", "python3", "rust"}
+	if len(f.Languages) != len(want) {
+		t.Fatalf("embedded languages: got %d, want %d", len(f.Languages), len(want))
+	}
+	for _, id := range want {
+		r, ok := f.Languages[id]
+		if !ok {
+			t.Errorf("embedded recipes lack %s", id)
+			continue
+		}
+		if err := r.validate(id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	if got := Default().IDs(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Default().IDs() = %v, want %v", got, want)
+	}
+}
+
+// TestContractFlags pins the compiler flags CONTRACT §2 names.
+func TestContractFlags(t *testing.T) {
+	tests := []struct {
+		id    string
+		argv  func(*Language) []string
+		wants []string
+	}{
+		{"c", (*Language).compileArgs, []string{"-O2", "-std=c11", "-lm"}},
+		{"cpp", (*Language).compileArgs, []string{"-O2", "-std=c++17"}},
+		{"rust", (*Language).compileArgs, []string{"-O"}},
+		{"go", (*Language).compileArgs, []string{"build"}},
+		{"java", (*Language).runArgs, []string{"-cp", "/workspace", "Solution"}},
+	}
+	for _, tt := range tests {
+		l, err := Default().Lookup(tt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv := strings.Join(tt.argv(l), " ")
+		for _, w := range tt.wants {
+			if !strings.Contains(" "+argv+" ", " "+w+" ") {
+				t.Errorf("%s: %q lacks %q", tt.id, argv, w)
+			}
+		}
+	}
+}
+
+func (l *Language) compileArgs() []string { return l.CompileArgs(Vars{}) }
+func (l *Language) runArgs() []string     { return l.RunArgs(Vars{}) }
+
+func decodeOverrides(t *testing.T, src string) (map[string]Recipe, error) {
+	t.Helper()
+	var m map[string]Recipe
+	err := yaml.Unmarshal([]byte(src), &m)
+	return m, err
+}
+
+func TestOverrideAndExtension(t *testing.T) {
+	ov, err := decodeOverrides(t, `
+cpp:
+  compile: ["{tool}", "-O3", "-std=c++20", "-o", "{binary}", "{source}"]
+  image: gcc:13
+python:
+  # The CodeRunner specification's shape.
+  image: "python:3.12-slim"
+  extension: "py"
+  compile: false
+ruby:
+  aliases: [rb]
+  extension: rb
+  source: main.rb
+  run: ["{tool}", "{source}"]
+  env: [PATH=/usr/bin:/bin]
+  toolchain:
+    program: ruby
+    paths: [/usr/bin/ruby]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := New(ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpp, _ := tab.Lookup("cpp")
+	if got := strings.Join(cpp.CompileArgs(Vars{}), " "); !strings.Contains(got, "-std=c++20") {
+		t.Errorf("cpp compile not overridden: %q", got)
+	}
+	if cpp.Image != "gcc:13" || !cpp.Compiled || cpp.Source != "main.cpp" {
+		t.Errorf("cpp: image %q compiled %v source %q: an override must keep the fields it does not set", cpp.Image, cpp.Compiled, cpp.Source)
+	}
+	py, _ := tab.Lookup("python")
+	if py.Image != "python:3.12-slim" || strings.Join(py.Extensions, ",") != ".py" || py.Compiled {
+		t.Errorf("python override: %+v", py)
+	}
+	rb, err := tab.Lookup("RB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.ID != "ruby" || rb.Source != "main.rb" {
+		t.Errorf("ruby: %+v", rb)
+	}
+	if l, err := tab.ForFile("x.rb"); err != nil || l != rb {
+		t.Errorf("ForFile(x.rb) = %v, %v", l, err)
+	}
+	// The default table is untouched.
+	if c, _ := Default().Lookup("cpp"); c.Image != "gcc:12" {
+		t.Errorf("Default() changed: cpp image %q", c.Image)
+	}
+}
+
+func TestGoOverrideNonZeroFields(t *testing.T) {
+	tab, err := New(map[string]Recipe{"c": {Image: "alpine-gcc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := tab.Lookup("c")
+	if c.Image != "alpine-gcc" || !c.Compiled || len(c.Compile) == 0 {
+		t.Errorf("c: %+v", c)
+	}
+}
+
+func TestBadYAML(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"unknown field", "c:\n  compiler: gcc\n", `unknown recipe field "compiler"`},
+		{"unknown toolchain field", "c:\n  toolchain:\n    progam: gcc\n", "field progam not found"},
+		{"unknown mount field", "c:\n  mounts: [{source: /opt/x, writable: true}]\n", "field writable not found"},
+		{"not a mapping", "c: [1, 2]\n", "must be a mapping"},
+		{"wrong type", "c:\n  run: 3\n", "recipe field run"},
+		{"twice", "c:\n  compile: [/x]\n  compile_command: [/y]\n", "compile is set twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeOverrides(t, tt.src)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestBadRecipes(t *testing.T) {
+	ok := func() Recipe {
+		return Recipe{Source: "main.x", Run: []string{"{tool}", "{source}"}, Toolchain: Discovery{Program: "x"}}
+	}
+	tests := []struct {
+		name string
+		id   string
+		r    func() Recipe
+		want string
+	}{
+		{"bad id", "Bad Id", ok, "languages.bad id: id must match"},
+		{"no source", "x", func() Recipe { r := ok(); r.Source = ""; return r }, "languages.x.source: empty"},
+		{"source with slash", "x", func() Recipe { r := ok(); r.Source = "../a"; return r }, "languages.x.source"},
+		{"no run", "x", func() Recipe { r := ok(); r.Run = nil; return r }, "languages.x.run: empty"},
+		{"relative argv0", "x", func() Recipe { r := ok(); r.Run = []string{"python3"}; return r }, "languages.x.run: [0]"},
+		{"unknown placeholder", "x", func() Recipe { r := ok(); r.Run = []string{"{tool}", "{sauce}"}; return r }, "languages.x.run: [1]: unknown placeholder {sauce}"},
+		{"compiled without compile", "x", func() Recipe { r := ok(); r.Compiled = true; return r }, "languages.x.compile: empty"},
+		{"compile without compiled", "x", func() Recipe { r := ok(); r.Compile = []string{"{tool}"}; return r }, "languages.x.compile: set although"},
+		{"bad env", "x", func() Recipe { r := ok(); r.Env = []string{"NOEQUALS"}; return r }, "languages.x.env[0]"},
+		{"bad extension", "x", func() Recipe { r := ok(); r.Extensions = []string{"py"}; return r }, "languages.x.extensions[0]"},
+		{"bad alias", "x", func() Recipe { r := ok(); r.Aliases = []string{"a b"}; return r }, "languages.x.aliases[0]"},
+		{"mount under root", "x", func() Recipe {
+			r := ok()
+			r.Mounts = []RecipeMount{{Source: "/root/.cargo"}}
+			return r
+		}, "languages.x.mounts[0].target"},
+		{"mount relative", "x", func() Recipe { r := ok(); r.Mounts = []RecipeMount{{Source: "opt"}}; return r }, "languages.x.mounts[0].source"},
+		{"toolchain mount in workspace", "x", func() Recipe {
+			r := ok()
+			r.Toolchain.RootUp, r.Toolchain.Mount = 2, "/workspace/jdk"
+			return r
+		}, "languages.x.toolchain.mount"},
+		{"mount without root", "x", func() Recipe { r := ok(); r.Toolchain.Mount = "/opt/x"; return r }, "languages.x.toolchain.mount: needs"},
+		{"tool escapes", "x", func() Recipe {
+			r := ok()
+			r.Toolchain.RootUp, r.Toolchain.Tool = 1, "../x"
+			return r
+		}, "languages.x.toolchain.tool"},
+		{"tool without program", "x", func() Recipe { r := ok(); r.Toolchain = Discovery{}; return r }, "languages.x.toolchain: {tool} is used"},
+		{"factor", "x", func() Recipe { r := ok(); r.TimeoutFactor = -1; return r }, "languages.x.timeout_factor: -1 is out of range"},
+		{"id mismatch", "x", func() Recipe { r := ok(); r.ID = "y"; return r }, "languages.x.id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(map[string]Recipe{tt.id: tt.r()})
+			if !errors.Is(err, ErrInvalidRecipe) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want ErrInvalidRecipe containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCollisions(t *testing.T) {
+	r := Recipe{Source: "m.x", Run: []string{"/usr/bin/x"}}
+	tests := []struct {
+		name string
+		ov   map[string]Recipe
+		want string
+	}{
+		{"alias of another", map[string]Recipe{"x": {Aliases: []string{"py"}, Source: r.Source, Run: r.Run}}, `"py" already names python`},
+		{"alias is an id", map[string]Recipe{"x": {Aliases: []string{"c"}, Source: r.Source, Run: r.Run}}, `"c" already names c`},
+		{"extension", map[string]Recipe{"x": {Extensions: []string{".PY"}, Source: r.Source, Run: r.Run}}, `".py" is already used by python`},
+		{"override by alias", map[string]Recipe{"py": {Image: "x"}}, `"py" is an alias of python`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.ov)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzRecipeYAML(f *testing.F) {
+	f.Add([]byte("c:\n  image: x\n"))
+	f.Add([]byte("x:\n  source: a\n  run: [/a]\n  compile: true\n"))
+	f.Add([]byte("x:\n  toolchain: {program: a, root_up: 2, mount: /opt/a}\n  run: ['{root}/a']\n  source: a\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m map[string]Recipe
+		if yaml.Unmarshal(b, &m) != nil {
+			return
+		}
+		tab, err := New(m)
+		if err != nil {
+			return
+		}
+		for _, l := range tab.All() {
+			for _, argv := range [][]string{l.CompileArgs(Vars{}), l.RunArgs(Vars{})} {
+				if len(argv) > 0 && strings.Contains(argv[0], "{") {
+					t.Fatalf("%s: unexpanded placeholder in %q", l.ID, argv)
+				}
+			}
+		}
+	})
+}
