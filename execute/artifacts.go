@@ -120,3 +120,28 @@ func mimeType(name string, head []byte) string {
 	}
 	return http.DetectContentType(head)
 }
+
+// listFiles returns the relative paths of everything but directories under
+// dir, hidden or not: the files of the executor that must not be taken for
+// the program's artifacts.
+func listFiles(dir string) (map[string]bool, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("unable to open workspace: %w", err)
+	}
+	defer root.Close()
+	files := map[string]bool{}
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			files[rel] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to list workspace: %w", err)
+	}
+	return files, nil
+}

@@ -1,6 +1,10 @@
 package execute
 
-import "time"
+import (
+	"time"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
 
 // Status is the overall outcome of an execution, as spec 004 names it.
 type Status string
@@ -68,7 +72,20 @@ type Result struct {
 	// (for example memory limited by rlimits alone). They are for the
 	// operator, not part of the JSON.
 	Warnings []string `json:"-"`
+	// Stage is the step that decided the result, StageCompile or
+	// StageRun; empty when the sandbox failed.
+	Stage string `json:"-"`
+	// Verdict is the sandbox's own verdict of that step; empty when the
+	// sandbox failed. It tells apart what Status groups together, such as
+	// a non-zero exit and a memory kill.
+	Verdict sandbox.Status `json:"-"`
 }
+
+// The steps of an execution, for Result.Stage.
+const (
+	StageCompile = "compile"
+	StageRun     = "run"
+)
 
 // Message returns the error message, or "" on success.
 func (r *Result) Message() string {

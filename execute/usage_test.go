@@ -25,9 +25,9 @@ func TestUsage(t *testing.T) {
 			name: "per-interval peak and time-weighted average",
 			res: sandbox.Result{WallTime: 200 * ms, CPUTime: 100 * ms, PeakMemory: 3 << 20,
 				Samples: []sandbox.Sample{
-					{At: 50 * ms, CPUTime: 10 * ms, Memory: 1 << 20},  // 20%
-					{At: 100 * ms, CPUTime: 55 * ms, Memory: 2 << 20}, // 90%
-					{At: 150 * ms, CPUTime: 80 * ms, Memory: 4 << 20}, // 50%
+					{At: 50 * ms, CPUTime: 10 * ms, Memory: 1 << 20},   // 20%
+					{At: 100 * ms, CPUTime: 55 * ms, Memory: 2 << 20},  // 90%
+					{At: 150 * ms, CPUTime: 80 * ms, Memory: 4 << 20},  // 50%
 					{At: 200 * ms, CPUTime: 100 * ms, Memory: 1 << 20}, // 40%
 				}},
 			want: ResourceUsage{ExecutionTimeSeconds: 0.2, CPUTimeSeconds: 0.1, MemoryStartMB: 1,

@@ -1,0 +1,413 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// Bounds on a request, so that one request cannot make the executor hold
+// an unbounded amount of memory.
+const (
+	MaxCodeBytes  = 16 << 20
+	MaxStdinBytes = 16 << 20
+)
+
+// DefaultSampleInterval is how often the CPU time and memory of a run are
+// sampled for ResourceUsage.
+const DefaultSampleInterval = 50 * time.Millisecond
+
+// DefaultCompileLimits bound the compile step of compiled languages (the
+// contract's 30 s and 512 MB). Compilers get more processes, open files and
+// /tmp than programs: gcc forks cc1, as and ld; javac and go build run many
+// threads and write large temporary files. Their CPU bandwidth is set by
+// New from the machine's cores.
+var DefaultCompileLimits = sandbox.Limits{
+	WallTime:    30 * time.Second,
+	CPUTime:     30 * time.Second,
+	Memory:      512 * sandbox.MiB,
+	Processes:   128,
+	OutputBytes: 1 << 20,
+	OpenFiles:   1024,
+	TmpSize:     256 * sandbox.MiB,
+}
+
+// Options configures an Executor. The zero value is usable.
+type Options struct {
+	// Logger receives debug logs of each execution; nil discards them.
+	Logger *slog.Logger
+	// TempDir is the host directory under which each execution's
+	// workspace is created; empty means os.TempDir().
+	TempDir string
+	// SampleInterval is the resource sampling interval; zero means
+	// DefaultSampleInterval.
+	SampleInterval time.Duration
+	// CompileLimits bound the compile step; zero fields take
+	// DefaultCompileLimits, then sandbox.DefaultLimits.
+	CompileLimits sandbox.Limits
+}
+
+// Request is one execution, spec 004's execute_with_limits arguments.
+type Request struct {
+	// Language is a language id or alias of the table ("python3", "js").
+	Language string
+	// Code is the source code; it may not be empty.
+	Code string
+	// Stdin is the program's standard input; empty means /dev/null.
+	Stdin string
+	// Limits bound the run; zero fields take the defaults of spec 004.
+	Limits ExecutionLimits
+	// SessionID, when set, must match ^[A-Za-z0-9_-]{1,64}$ and is echoed
+	// in the result. Sessions do not persist a workspace yet: every
+	// execution starts from an empty one.
+	SessionID *string
+	// Stdout and Stderr, when set, receive the program's output as it is
+	// produced (at most MaxOutputChars bytes each), in addition to the
+	// copy in the Result. A compiler's output goes to Stderr when the
+	// compilation fails.
+	Stdout, Stderr io.Writer
+}
+
+// Executor runs requests in one sandbox backend with one language table.
+// It is safe for concurrent use.
+type Executor struct {
+	backend        sandbox.Backend
+	langs          *lang.Table
+	log            *slog.Logger
+	tempDir        string
+	sampleInterval time.Duration
+	compileLimits  sandbox.Limits
+}
+
+// New returns an Executor that runs programs in backend with the recipes
+// of langs.
+func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
+	e := &Executor{
+		backend:        backend,
+		langs:          langs,
+		log:            opts.Logger,
+		tempDir:        opts.TempDir,
+		sampleInterval: opts.SampleInterval,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.tempDir == "" {
+		e.tempDir = os.TempDir()
+	}
+	if e.sampleInterval == 0 {
+		e.sampleInterval = DefaultSampleInterval
+	}
+	cl := DefaultCompileLimits
+	cl.CPUs = float64(min(2, runtime.NumCPU()))
+	e.compileLimits = overlay(cl, opts.CompileLimits).WithDefaults()
+	return e
+}
+
+// Execute runs one request. It returns an error only when it refuses the
+// request: ErrEmptyCode, ErrCodeTooLarge, ErrStdinTooLarge,
+// ErrInvalidSessionID, ErrInvalidLimits (a *LimitError), or an error
+// wrapping lang.ErrUnknownLanguage, or when ctx was cancelled. Whatever
+// happens to an accepted request, a failing sandbox included, is in the
+// Result.
+func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
+	limits, l, err := e.check(req)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Language:      req.Language,
+		Backend:       e.backend.Name(),
+		LimitsApplied: applied(limits),
+	}
+	if req.SessionID != nil {
+		id := *req.SessionID
+		res.SessionID = &id
+	}
+	start := time.Now()
+	err = e.execute(ctx, req, l, limits, res)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The caller gave up: what the sandbox reports about a program it
+		// was told to kill is not a verdict on the program.
+		return nil, fmt.Errorf("execution cancelled: %w", ctxErr)
+	}
+	if err != nil {
+		e.setupError(res, err)
+	}
+	e.log.Debug("execution finished", "language", req.Language, "backend", res.Backend,
+		"status", res.Status, "exit_code", res.ExitCode, "duration", time.Since(start))
+	return res, nil
+}
+
+// check validates a request and finds its language.
+func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, error) {
+	switch {
+	case strings.TrimSpace(req.Code) == "":
+		return ExecutionLimits{}, nil, ErrEmptyCode
+	case len(req.Code) > MaxCodeBytes:
+		return ExecutionLimits{}, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrCodeTooLarge, len(req.Code), MaxCodeBytes)
+	case len(req.Stdin) > MaxStdinBytes:
+		return ExecutionLimits{}, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrStdinTooLarge, len(req.Stdin), MaxStdinBytes)
+	}
+	if req.SessionID != nil {
+		if err := ValidateSessionID(*req.SessionID); err != nil {
+			return ExecutionLimits{}, nil, err
+		}
+	}
+	limits := req.Limits.WithDefaults()
+	if err := limits.Validate(); err != nil {
+		return ExecutionLimits{}, nil, err
+	}
+	l, err := e.langs.Lookup(req.Language)
+	if err != nil {
+		return ExecutionLimits{}, nil, err
+	}
+	return limits, l, nil
+}
+
+// execute compiles when needed and runs the program, filling res. An error
+// means the sandbox could not do its part.
+func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, limits ExecutionLimits, res *Result) error {
+	tc := l.Discover(ctx)
+	if !tc.Available {
+		return fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	}
+
+	ws, err := os.MkdirTemp(e.tempDir, "coderunner-run-")
+	if err != nil {
+		return fmt.Errorf("unable to create the workspace: %w", err)
+	}
+	defer func() {
+		// os.RemoveAll does not follow symbolic links the program left.
+		if err := os.RemoveAll(ws); err != nil {
+			e.log.Warn("unable to remove a workspace", "path", ws, "error", err)
+		}
+	}()
+
+	source := l.SourceName(req.Code)
+	vars := lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)}
+	if l.NeedsClass() {
+		vars.Class = lang.JavaClass(req.Code)
+	}
+	files := []sandbox.File{{Path: source, Content: []byte(req.Code), Mode: 0o644}}
+
+	if l.Compiled {
+		cl := e.compileLimits
+		vars.MemoryMB = int(cl.Memory / sandbox.MiB)
+		spec := e.spec(l, l.CompileArgs(vars), ws, cl)
+		spec.Files = files
+		cr, err := e.backend.Run(ctx, spec)
+		if err != nil {
+			return fmt.Errorf("compile step: %w", err)
+		}
+		if cr.Status != sandbox.StatusOK {
+			e.compileFailed(res, cr, req.Stderr)
+			return nil
+		}
+		files = nil
+		res.Warnings = append(res.Warnings, cr.Warnings...)
+	}
+
+	// Everything in the workspace before the run is the executor's own
+	// (the source, the compiled program), never an artifact.
+	own, err := listFiles(ws)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		own[f.Path] = true
+	}
+
+	vars.MemoryMB = limits.MemoryLimit
+	spec := e.spec(l, l.RunArgs(vars), ws, limits.sandboxLimits())
+	spec.Files = files
+	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
+	if req.Stdin != "" {
+		spec.Stdin = strings.NewReader(req.Stdin)
+	}
+	sr, err := e.backend.Run(ctx, spec)
+	if err != nil {
+		return err
+	}
+	e.verdict(res, sr, limits)
+	res.Artifacts, err = CollectArtifacts(ws, func(rel string) bool { return own[rel] })
+	if err != nil {
+		// The program's result stands; a workspace it made unlistable only
+		// costs it its artifact list.
+		e.log.Warn("unable to list artifacts", "error", err)
+	}
+	return nil
+}
+
+// spec builds the sandbox spec of one step.
+func (e *Executor) spec(l *lang.Language, args []string, ws string, limits sandbox.Limits) *sandbox.Spec {
+	return &sandbox.Spec{
+		Args:           args,
+		Env:            Environment(l.Env),
+		Dir:            sandbox.WorkspaceDir,
+		Mounts:         slices.Clone(l.Mounts),
+		Workspace:      ws,
+		Limits:         limits,
+		SampleInterval: e.sampleInterval,
+	}
+}
+
+// verdict translates the backend's result of the run step into res.
+func (e *Executor) verdict(res *Result, sr *sandbox.Result, limits ExecutionLimits) {
+	res.Stdout = string(sr.Stdout)
+	res.Stderr = string(sr.Stderr)
+	res.ExecutionTime = round(sr.WallTime.Seconds(), 3)
+	res.ResourceUsage = usage(sr)
+	res.Truncated = sr.Truncated()
+	res.MemoryExceeded = sr.MemoryExceeded || sr.Status == sandbox.StatusMemoryLimit
+	res.Warnings = append(res.Warnings, sr.Warnings...)
+	res.Verdict = sr.Status
+	res.Stage = StageRun
+	res.ExitCode = exitCode(sr)
+
+	switch sr.Status {
+	case sandbox.StatusOK:
+		res.Status = StatusSuccess
+	case sandbox.StatusNonzeroExit:
+		res.Status = StatusExecutionError
+		res.ErrorMessage = message("Process exited with code %d.", sr.ExitCode)
+	case sandbox.StatusSignaled:
+		res.Status = StatusExecutionError
+		res.ErrorMessage = message("Process was killed by %s.", signalDesc(sr.Signal))
+	case sandbox.StatusTimeLimit:
+		res.Status = StatusTimeout
+		res.ExitCode = ExitTimeout
+		res.ErrorMessage = message("Execution timed out after %s seconds.", seconds(limits.TimeLimit))
+	case sandbox.StatusMemoryLimit:
+		res.Status = StatusExecutionError
+		res.ErrorMessage = message("Memory limit of %d MB exceeded.", limits.MemoryLimit)
+	case sandbox.StatusOutputLimit:
+		res.Status = StatusExecutionError
+		res.Truncated = true
+		res.ErrorMessage = message("output limit exceeded")
+	default:
+		res.Status = StatusSetupError
+		res.ExitCode = ExitSetupError
+		res.ErrorMessage = message("sandbox reported an unknown status %q", sr.Status)
+	}
+}
+
+// compileFailed fills res for a compile step that did not succeed.
+func (e *Executor) compileFailed(res *Result, cr *sandbox.Result, stderr io.Writer) {
+	out := string(cr.Stdout)
+	if len(cr.Stderr) > 0 {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += string(cr.Stderr)
+	}
+	res.Stderr = out
+	res.ExecutionTime = round(cr.WallTime.Seconds(), 3)
+	res.ResourceUsage = usage(cr)
+	res.Truncated = cr.Truncated()
+	res.MemoryExceeded = cr.MemoryExceeded || cr.Status == sandbox.StatusMemoryLimit
+	res.Warnings = append(res.Warnings, cr.Warnings...)
+	res.Verdict = cr.Status
+	res.Stage = StageCompile
+	res.Status = StatusExecutionError
+	res.ExitCode = exitCode(cr)
+	switch cr.Status {
+	case sandbox.StatusNonzeroExit:
+		res.ErrorMessage = message("compilation failed")
+	case sandbox.StatusTimeLimit:
+		res.ExitCode = ExitTimeout
+		res.ErrorMessage = message("compilation failed: timed out after %s seconds", seconds(e.compileLimits.WallTime.Seconds()))
+	case sandbox.StatusMemoryLimit:
+		res.ErrorMessage = message("compilation failed: memory limit of %d MB exceeded", e.compileLimits.Memory/sandbox.MiB)
+	case sandbox.StatusOutputLimit:
+		res.ErrorMessage = message("compilation failed: output limit exceeded")
+	case sandbox.StatusSignaled:
+		res.ErrorMessage = message("compilation failed: compiler killed by %s", signalDesc(cr.Signal))
+	default:
+		res.ErrorMessage = message("compilation failed: sandbox reported status %q", cr.Status)
+	}
+	if stderr != nil && out != "" {
+		_, _ = io.WriteString(stderr, out)
+	}
+}
+
+// setupError turns a sandbox failure into spec 004's setup_error.
+func (e *Executor) setupError(res *Result, err error) {
+	res.Status = StatusSetupError
+	res.ExitCode = ExitSetupError
+	res.ErrorMessage = message("sandbox failed: %v", err)
+	res.Stage = ""
+	res.Verdict = ""
+	e.log.Debug("sandbox failed", "error", err)
+}
+
+// exitCode is the code a result reports: the program's own, or 128+N for
+// signal N, as a shell would.
+func exitCode(sr *sandbox.Result) int {
+	if sr.Signal != 0 {
+		return exitSignalBase + int(sr.Signal)
+	}
+	return sr.ExitCode
+}
+
+// signalDesc is "signal 9 (SIGKILL)".
+func signalDesc(s syscall.Signal) string {
+	if name := signalName(s); name != "" {
+		return fmt.Sprintf("signal %d (%s)", int(s), name)
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+func message(format string, a ...any) *string {
+	s := fmt.Sprintf(format, a...)
+	return &s
+}
+
+// seconds formats a time limit without a needless fraction: "30", "1.5".
+func seconds(s float64) string { return fmt.Sprintf("%g", s) }
+
+// overlay returns base with the non-zero fields of o.
+func overlay(base, o sandbox.Limits) sandbox.Limits {
+	if o.WallTime != 0 {
+		base.WallTime = o.WallTime
+	}
+	if o.CPUTime != 0 {
+		base.CPUTime = o.CPUTime
+	}
+	if o.Memory != 0 {
+		base.Memory = o.Memory
+	}
+	if o.CPUs != 0 {
+		base.CPUs = o.CPUs
+	}
+	if o.Processes != 0 {
+		base.Processes = o.Processes
+	}
+	if o.OutputBytes != 0 {
+		base.OutputBytes = o.OutputBytes
+	}
+	if o.FileSize != 0 {
+		base.FileSize = o.FileSize
+	}
+	if o.OpenFiles != 0 {
+		base.OpenFiles = o.OpenFiles
+	}
+	if o.WorkspaceSize != 0 {
+		base.WorkspaceSize = o.WorkspaceSize
+	}
+	if o.TmpSize != 0 {
+		base.TmpSize = o.TmpSize
+	}
+	return base
+}
