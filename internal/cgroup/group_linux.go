@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -203,6 +204,10 @@ func (g *Group) pids(dst []int) ([]int, error) {
 		if dst, err = readPids(fd, dst); err != nil {
 			return dst, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, ctlProcs.name, err)
 		}
+	}
+	if len(g.fds) > 1 {
+		slices.Sort(dst)
+		dst = slices.Compact(dst)
 	}
 	return dst, nil
 }
