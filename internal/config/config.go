@@ -1,0 +1,232 @@
+package config
+
+import (
+	"time"
+
+	"github.com/coderunner/coderunner/lang"
+)
+
+// Config is the whole configuration of coderunner.
+type Config struct {
+	Server       Server                 `yaml:"server"`
+	Backend      Backend                `yaml:"backend"`
+	Docker       Docker                 `yaml:"docker"`
+	Limits       Limits                 `yaml:"limits"`
+	Languages    map[string]lang.Recipe `yaml:"languages,omitempty"`
+	Security     Security               `yaml:"security"`
+	ControlPlane ControlPlane           `yaml:"control_plane"`
+	Sessions     Sessions               `yaml:"sessions"`
+}
+
+// Server configures the HTTP service.
+type Server struct {
+	// Addr is the listen address. The default is loopback only.
+	Addr string `yaml:"addr"`
+	// APIToken, when set, is required as "Authorization: Bearer" on every
+	// request (CODERUNNER_API_TOKEN).
+	APIToken Secret `yaml:"api_token"`
+	// MaxConcurrent is the number of executions running at once; 0 means
+	// the number of CPUs.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// QueueSize is the number of requests that may wait for a slot; 0
+	// means max(10, 4 × CPUs).
+	QueueSize int `yaml:"queue_size"`
+	// MaxBodyMB caps a request body.
+	MaxBodyMB int `yaml:"max_body_mb"`
+	// ReadHeaderTimeout bounds the reading of request headers.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ShutdownTimeout bounds the draining of running executions.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+}
+
+// Backend chooses and configures the sandbox backend.
+type Backend struct {
+	// Name is auto, native, bwrap or docker. auto takes the strongest that
+	// works here, in that order.
+	Name string `yaml:"name"`
+	// WorkDir is the host directory under which workspaces are made; empty
+	// means a coderunner directory in the system temporary directory.
+	WorkDir string `yaml:"work_dir"`
+	// WorkspaceSizeMB caps /workspace; TmpSizeMB caps /tmp.
+	WorkspaceSizeMB int `yaml:"workspace_size_mb"`
+	TmpSizeMB       int `yaml:"tmp_size_mb"`
+	// OpenFiles is the number of open files per process.
+	OpenFiles int `yaml:"open_files"`
+	// BwrapPath is the bwrap binary; empty means looked up.
+	BwrapPath string `yaml:"bwrap_path"`
+}
+
+// Docker configures the docker backend (the CodeRunner specification's
+// docker section, plus how to reach the engine).
+type Docker struct {
+	// DefaultImagePrefix prefixes images built for coderunner.
+	DefaultImagePrefix string `yaml:"default_image_prefix"`
+	// PullPolicy is always, if_not_present or never.
+	PullPolicy string `yaml:"pull_policy"`
+	// Host is the engine's address; empty means DOCKER_HOST or the local
+	// socket.
+	Host string `yaml:"host"`
+	// User is the non-root user that runs code in containers.
+	User string `yaml:"user"`
+}
+
+// Limits are the default and allowed resource limits. The flat fields are
+// the CodeRunner specification's judge limits.
+type Limits struct {
+	// MemoryMB is the judge's default memory limit per test.
+	MemoryMB int `yaml:"memory_mb"`
+	// CPUCores is the judge's CPU bandwidth per test.
+	CPUCores float64 `yaml:"cpu_cores"`
+	// PerTestTimeoutMS is the judge's default wall-time limit per test.
+	PerTestTimeoutMS int `yaml:"per_test_timeout_ms"`
+	// TotalTimeoutMS bounds a whole judge request.
+	TotalTimeoutMS int `yaml:"total_timeout_ms"`
+	// MaxOutputSizeKB caps a test's output.
+	MaxOutputSizeKB int `yaml:"max_output_size_kb"`
+	// MaxProcesses is the judge's process limit per test.
+	MaxProcesses int `yaml:"max_processes"`
+
+	// Run holds the defaults of run, /v1/run and execute_code.
+	Run RunLimits `yaml:"run"`
+	// Compile holds the limits of a compile step.
+	Compile CompileLimits `yaml:"compile"`
+	// Executor holds the defaults of /execute.
+	Executor ExecutorLimits `yaml:"executor"`
+}
+
+// RunLimits are the Code Execution Sandbox API's default limits.
+type RunLimits struct {
+	Timeout        Duration `yaml:"timeout"`
+	MemoryMB       int      `yaml:"memory_mb"`
+	CPUCores       float64  `yaml:"cpu_cores"`
+	MaxProcesses   int      `yaml:"max_processes"`
+	MaxOutputChars int      `yaml:"max_output_chars"`
+}
+
+// CompileLimits bound a compile step, which is charged separately from the
+// run.
+type CompileLimits struct {
+	Timeout  Duration `yaml:"timeout"`
+	MemoryMB int      `yaml:"memory_mb"`
+	CPUCores float64  `yaml:"cpu_cores"`
+	// MaxProcesses is higher than a run's: go build and javac start many
+	// threads.
+	MaxProcesses int `yaml:"max_processes"`
+}
+
+// ExecutorLimits are the Runtime Executor's defaults.
+type ExecutorLimits struct {
+	// Timeout is the default of a request that gives none.
+	Timeout Duration `yaml:"timeout"`
+	// MaxOutputMB caps each of stdout and stderr.
+	MaxOutputMB int `yaml:"max_output_mb"`
+}
+
+// Security is the CodeRunner specification's security section. Every
+// backend always isolates this way; the settings exist so that a
+// configuration written for that specification loads, and false is
+// refused.
+type Security struct {
+	NetworkDisabled bool `yaml:"network_disabled"`
+	ReadOnlyRoot    bool `yaml:"read_only_root"`
+	NoNewPrivileges bool `yaml:"no_new_privileges"`
+	CapDropAll      bool `yaml:"cap_drop_all"`
+}
+
+// ControlPlane configures the Runtime Executor's callbacks.
+type ControlPlane struct {
+	// URL is the control plane's base URL (CONTROL_PLANE_URL); empty turns
+	// reporting off.
+	URL string `yaml:"url"`
+	// Token authenticates the callbacks (INTERNAL_API_TOKEN).
+	Token Secret `yaml:"token"`
+	// ContainerID (CONTAINER_ID) and PodName (POD_NAME) identify this
+	// executor.
+	ContainerID string `yaml:"container_id"`
+	PodName     string `yaml:"pod_name"`
+	// ResultsDir keeps results not yet delivered (RESULTS_DIR).
+	ResultsDir string `yaml:"results_dir"`
+	// HeartbeatInterval is the time between heartbeats of a running
+	// execution.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+}
+
+// Sessions bounds the persistent workspaces of sessions.
+type Sessions struct {
+	// IdleTimeout ends a session not used for this long.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxCount is the number of live sessions; 0 turns sessions off.
+	MaxCount int `yaml:"max_count"`
+	// MaxDiskMB caps the disk used by all sessions together.
+	MaxDiskMB int `yaml:"max_disk_mb"`
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() *Config {
+	return &Config{
+		Server: Server{
+			Addr:              "127.0.0.1:8080",
+			MaxBodyMB:         16,
+			ReadHeaderTimeout: Duration(10 * time.Second),
+			ShutdownTimeout:   Duration(30 * time.Second),
+			LogLevel:          "info",
+		},
+		Backend: Backend{
+			Name:            "auto",
+			WorkspaceSizeMB: 256,
+			TmpSizeMB:       64,
+			OpenFiles:       256,
+		},
+		Docker: Docker{
+			DefaultImagePrefix: "coderunner",
+			PullPolicy:         "if_not_present",
+			User:               "65534:65534",
+		},
+		Limits: Limits{
+			MemoryMB:         256,
+			CPUCores:         1.0,
+			PerTestTimeoutMS: 5000,
+			TotalTimeoutMS:   60000,
+			MaxOutputSizeKB:  64,
+			MaxProcesses:     64,
+			Run: RunLimits{
+				Timeout:        Duration(30 * time.Second),
+				MemoryMB:       256,
+				CPUCores:       0.5,
+				MaxProcesses:   50,
+				MaxOutputChars: 100000,
+			},
+			Compile: CompileLimits{
+				Timeout:      Duration(30 * time.Second),
+				MemoryMB:     512,
+				CPUCores:     1.0,
+				MaxProcesses: 128,
+			},
+			Executor: ExecutorLimits{
+				Timeout:     Duration(30 * time.Second),
+				MaxOutputMB: 10,
+			},
+		},
+		Security: Security{
+			NetworkDisabled: true,
+			ReadOnlyRoot:    true,
+			NoNewPrivileges: true,
+			CapDropAll:      true,
+		},
+		ControlPlane: ControlPlane{
+			ResultsDir:        "/tmp/results",
+			HeartbeatInterval: Duration(5 * time.Second),
+		},
+		Sessions: Sessions{
+			IdleTimeout: Duration(30 * time.Minute),
+			MaxCount:    100,
+			MaxDiskMB:   4096,
+		},
+	}
+}
+
+// LanguageTable builds the language table: the embedded recipes with the
+// languages section's overrides.
+func (c *Config) LanguageTable() (*lang.Table, error) { return lang.New(c.Languages) }
