@@ -37,10 +37,11 @@ func DecodeRequest(r io.Reader) (ExecutionRequest, error) {
 		}
 		return ExecutionRequest{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if lr.N <= 0 {
-			return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, MaxRequestBytes)
-		}
+	_, err = dec.Token()
+	if lr.N <= 0 {
+		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, MaxRequestBytes)
+	}
+	if !errors.Is(err, io.EOF) {
 		return ExecutionRequest{}, fmt.Errorf("%w: unexpected data after the request object", ErrInvalidRequest)
 	}
 	return req, nil

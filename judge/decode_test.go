@@ -1,0 +1,183 @@
+package judge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	full := `{
+		"request_id": "r1", "code": "print(1)", "language": "python",
+		"test_cases": [
+			{"id": "a", "input": "1", "expected_output": "2", "is_hidden": true, "timeout_ms": 300, "description": "first"},
+			{"id": "b", "input": "", "expected": "3"},
+			{"id": "c", "expected": "4", "expected_output": "4", "timeout_ms": null}
+		],
+		"timeout_ms": 1000, "total_timeout_ms": 9000, "memory_limit_mb": 64, "cpu_limit": 0.5,
+		"metadata": {"k": [1, "v"]}, "compare": "tokens",
+		"unknown_top": {"x": 1}
+	}`
+	got, err := DecodeRequest(strings.NewReader(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ExecutionRequest{
+		RequestID: "r1", Code: "print(1)", Language: "python",
+		TestCases: []TestCase{
+			{ID: "a", Input: "1", ExpectedOutput: "2", IsHidden: true, TimeoutMS: 300, Description: "first"},
+			{ID: "b", ExpectedOutput: "3"},
+			{ID: "c", ExpectedOutput: "4"},
+		},
+		TimeoutMS: 1000, TotalTimeoutMS: 9000, MemoryLimitMB: 64, CPULimit: 0.5,
+		Metadata: map[string]any{"k": []any{1.0, "v"}}, Compare: "tokens",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeRequest =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestDecodeRequestErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		wantErr error
+		wantMsg string
+	}{
+		{"empty body", "", ErrInvalidRequest, "empty body"},
+		{"not an object", "[1]", ErrInvalidRequest, "cannot unmarshal"},
+		{"wrong type", `{"timeout_ms": "5s"}`, ErrInvalidRequest, "timeout_ms"},
+		{"wrong nested type", `{"test_cases": [{"input": 5}]}`, ErrInvalidRequest, "cannot unmarshal"},
+		{"expected and expected_output differ", `{"test_cases": [{"id": "t", "expected": "1", "expected_output": "2"}]}`, ErrInvalidRequest, `test case "t": expected and expected_output differ`},
+		{"trailing data", `{"code": "x"} {"code": "y"}`, ErrInvalidRequest, "unexpected data after the request object"},
+		{"truncated", `{"code": "x"`, ErrInvalidRequest, "unexpected EOF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeRequest(strings.NewReader(tt.body))
+			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("DecodeRequest error = %v, want %v containing %q", err, tt.wantErr, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// endless yields an unterminated JSON string forever.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}
+
+func TestDecodeRequestBoundsItsReading(t *testing.T) {
+	r := &countingReader{r: io.MultiReader(strings.NewReader(`{"code": "`), endless{})}
+	_, err := DecodeRequest(r)
+	if !errors.Is(err, ErrRequestTooLarge) {
+		t.Fatalf("error = %v, want ErrRequestTooLarge", err)
+	}
+	if r.n > MaxRequestBytes+1 {
+		t.Errorf("read %d bytes, more than MaxRequestBytes+1", r.n)
+	}
+
+	// Whitespace past the limit after a complete object is too large too.
+	body := `{"code": "x"}` + strings.Repeat(" ", MaxRequestBytes)
+	if _, err := DecodeRequest(strings.NewReader(body)); !errors.Is(err, ErrRequestTooLarge) {
+		t.Errorf("error = %v, want ErrRequestTooLarge", err)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func TestRequestJSONRoundTrip(t *testing.T) {
+	in := twoSumRequest()
+	in.TestCases[0].TimeoutMS = 700
+	in.Metadata = map[string]any{"source": "fleet"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := DecodeRequest(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip changed the request:\n%+v\n%+v", in, out)
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add(`{"request_id":"r","code":"print(1)","language":"python","test_cases":[{"id":"t","input":"a","expected":"A"}]}`)
+	f.Add(`{"code":"x","language":"java","test_cases":[{"input":"a","expected_output":"A","is_hidden":true,"timeout_ms":100}],"timeout_ms":100,"total_timeout_ms":100,"memory_limit_mb":16,"cpu_limit":0.1,"compare":"float:1e-3"}`)
+	f.Add(`{"test_cases":[{"expected":"1","expected_output":"1"}],"metadata":{"a":{"b":[null,true]}}}`)
+	f.Add(`{}`)
+	f.Add(`null`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := DecodeRequest(strings.NewReader(body))
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRequest) && !errors.Is(err, ErrRequestTooLarge) {
+				t.Fatalf("error %v wraps neither ErrInvalidRequest nor ErrRequestTooLarge", err)
+			}
+			return
+		}
+		// What decodes re-encodes to something that decodes the same.
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatalf("re-encoding a decoded request: %v", err)
+		}
+		again, err := DecodeRequest(strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatalf("decoding a re-encoded request: %v", err)
+		}
+		b2, _ := json.Marshal(again)
+		if string(b) != string(b2) {
+			t.Fatalf("round trip not stable:\n%s\n%s", b, b2)
+		}
+		// Whatever was decoded, the judge answers without panicking and
+		// with a known status. Every input passes on the fake engine.
+		e := newEngine(nil)
+		e.prog.scripts = map[string]script{}
+		for _, tc := range req.TestCases {
+			e.prog.scripts[tc.Input] = prints(tc.ExpectedOutput)
+		}
+		j := New(e, Options{Parallel: 2, Now: fakeClock(time.Millisecond)})
+		res := j.Execute(context.Background(), req)
+		inputs := map[string]bool{}
+		for _, tc := range req.TestCases {
+			inputs[tc.Input] = true
+		}
+		unique := len(inputs) == len(req.TestCases)
+		switch res.Status {
+		case StatusAllPassed:
+		case StatusSomePassed, StatusAllFailed:
+			if unique {
+				t.Fatalf("status %q for a program that prints every expected output (%s)", res.Status, res.Summary)
+			}
+		case StatusSandboxError:
+			if res.ErrorInfo == nil || len(res.TestResults) != 0 {
+				t.Fatalf("sandbox_error without error_info or with test results: %+v", res)
+			}
+		default:
+			t.Fatalf("status %q for a program that prints every expected output (%s)", res.Status, res.Summary)
+		}
+		if _, err := json.Marshal(res); err != nil {
+			t.Fatalf("encoding the result: %v", err)
+		}
+	})
+}
