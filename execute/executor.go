@@ -56,6 +56,11 @@ type Options struct {
 	// CompileLimits bound the compile step; zero fields take
 	// DefaultCompileLimits, then sandbox.DefaultLimits.
 	CompileLimits sandbox.Limits
+	// SandboxLimits holds the limits a request does not name: FileSize,
+	// OpenFiles, WorkspaceSize and TmpSize of the run. Zero fields take
+	// sandbox.DefaultLimits; other fields are ignored. WorkspaceSize also
+	// bounds the compile step, which shares the workspace.
+	SandboxLimits sandbox.Limits
 }
 
 // Request is one execution, spec 004's execute_with_limits arguments.
@@ -88,6 +93,7 @@ type Executor struct {
 	tempDir        string
 	sampleInterval time.Duration
 	compileLimits  sandbox.Limits
+	sandboxLimits  sandbox.Limits
 }
 
 // New returns an Executor that runs programs in backend with the recipes
@@ -111,6 +117,10 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	}
 	cl := DefaultCompileLimits
 	cl.CPUs = float64(min(2, runtime.NumCPU()))
+	sl := opts.SandboxLimits
+	e.sandboxLimits = sandbox.Limits{FileSize: sl.FileSize, OpenFiles: sl.OpenFiles,
+		WorkspaceSize: sl.WorkspaceSize, TmpSize: sl.TmpSize}
+	cl.WorkspaceSize = sl.WorkspaceSize
 	e.compileLimits = overlay(cl, opts.CompileLimits).WithDefaults()
 	return e
 }
@@ -230,7 +240,7 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 	}
 
 	vars.MemoryMB = limits.MemoryLimit
-	spec := e.spec(l, l.RunArgs(vars), ws, limits.sandboxLimits())
+	spec := e.spec(l, l.RunArgs(vars), ws, overlay(e.sandboxLimits, limits.sandboxLimits()).WithDefaults())
 	spec.Files = files
 	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
 	if req.Stdin != "" {
@@ -340,6 +350,23 @@ func (e *Executor) compileFailed(res *Result, cr *sandbox.Result, stderr io.Writ
 	if stderr != nil && out != "" {
 		_, _ = io.WriteString(stderr, out)
 	}
+}
+
+// SetupErrorResult is the result of a request that no sandbox could run,
+// for callers that fail before they have an Executor (no backend works
+// here): status setup_error, exit code -1, and err in the message.
+func SetupErrorResult(req Request, backend string, err error) *Result {
+	res := &Result{
+		Language:      req.Language,
+		Backend:       backend,
+		LimitsApplied: applied(req.Limits.WithDefaults()),
+	}
+	if req.SessionID != nil {
+		id := *req.SessionID
+		res.SessionID = &id
+	}
+	(&Executor{log: slog.New(slog.DiscardHandler)}).setupError(res, err)
+	return res
 }
 
 // setupError turns a sandbox failure into spec 004's setup_error.

@@ -242,6 +242,28 @@ func TestCompiled(t *testing.T) {
 	}
 }
 
+func TestSandboxLimitsOption(t *testing.T) {
+	fb := &fakeBackend{t: t, steps: []step{
+		returns(sandbox.Result{Status: sandbox.StatusOK}),
+		returns(sandbox.Result{Status: sandbox.StatusOK}),
+	}}
+	e := New(fb, testTable(t), Options{
+		TempDir:       t.TempDir(),
+		SandboxLimits: sandbox.Limits{OpenFiles: 64, FileSize: 1 << 20, WorkspaceSize: 8 << 20, TmpSize: 4 << 20, Memory: 1},
+		CompileLimits: sandbox.Limits{WallTime: 5 * time.Second, Memory: 100 << 20},
+	})
+	if _, err := e.Execute(context.Background(), Request{Language: "native", Code: "x", Limits: ExecutionLimits{MemoryLimit: 20}}); err != nil {
+		t.Fatal(err)
+	}
+	c, r := fb.specs[0].Limits, fb.specs[1].Limits
+	if c.WallTime != 5*time.Second || c.CPUTime != 30*time.Second || c.Memory != 100<<20 || c.WorkspaceSize != 8<<20 || c.OpenFiles != 1024 {
+		t.Errorf("compile limits %+v", c)
+	}
+	if r.OpenFiles != 64 || r.FileSize != 1<<20 || r.WorkspaceSize != 8<<20 || r.TmpSize != 4<<20 || r.Memory != 20<<20 {
+		t.Errorf("run limits %+v", r)
+	}
+}
+
 func TestCompileFailure(t *testing.T) {
 	tests := []struct {
 		name string
@@ -393,5 +415,16 @@ func TestValidateSessionID(t *testing.T) {
 		if err := ValidateSessionID(id); !errors.Is(err, ErrInvalidSessionID) {
 			t.Errorf("ValidateSessionID(%q) = %v, want ErrInvalidSessionID", id, err)
 		}
+	}
+}
+
+func TestSetupErrorResult(t *testing.T) {
+	id := "s"
+	res := SetupErrorResult(Request{Language: "py", SessionID: &id, Limits: ExecutionLimits{MemoryLimit: 64}}, "auto", errors.New("no backend"))
+	if res.Status != StatusSetupError || res.ExitCode != -1 || res.Message() != "sandbox failed: no backend" {
+		t.Errorf("result %+v", res)
+	}
+	if res.Language != "py" || res.Backend != "auto" || *res.SessionID != "s" || res.LimitsApplied.MemoryLimitMB != 64 || res.LimitsApplied.TimeLimitSeconds != 30 {
+		t.Errorf("result %+v", res)
 	}
 }

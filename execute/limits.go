@@ -126,7 +126,8 @@ func (l ExecutionLimits) Duration() time.Duration {
 	return time.Duration(l.TimeLimit * float64(time.Second))
 }
 
-// sandboxLimits translates validated limits into the backend's. The time
+// sandboxLimits translates validated limits into the backend's, leaving
+// the limits it does not name zero. The time
 // limit bounds both wall and CPU time: a sleeping program times out, and a
 // program that spins several threads cannot use more CPU than it was given
 // time.
@@ -139,5 +140,5 @@ func (l ExecutionLimits) sandboxLimits() sandbox.Limits {
 		CPUs:        l.CPULimit,
 		Processes:   l.Pids,
 		OutputBytes: int64(l.MaxOutputChars),
-	}.WithDefaults()
+	}
 }

@@ -83,7 +83,7 @@ func TestWithDefaults(t *testing.T) {
 
 func TestSandboxLimits(t *testing.T) {
 	l := ExecutionLimits{TimeLimit: 1.5, MemoryLimit: 64, CPULimit: 0.25, MaxOutputChars: 1000, Pids: 7}
-	got := l.sandboxLimits()
+	got := l.sandboxLimits().WithDefaults()
 	want := sandbox.DefaultLimits
 	want.WallTime = 1500 * time.Millisecond
 	want.CPUTime = 1500 * time.Millisecond
