@@ -33,11 +33,19 @@ type Options struct {
 	HostUIDBase int
 	// Cgroup configures cgroup discovery; zero values are the real system.
 	Cgroup cgroup.Options
+	// Warm is how many sandboxes to start ahead of need, so that a run
+	// does not wait for its namespaces to be created. Each serves one run
+	// and is never reused. Long-lived callers (the server) want 1 or 2;
+	// a one-shot command wants 0. Call Close to stop them.
+	Warm int
 }
 
 // DefaultHostUIDBase is the first host uid of the range the sandbox maps
 // when running as root. It is far above the ids distributions hand out.
 const DefaultHostUIDBase = 1_000_000
+
+// maxWarm bounds Options.Warm.
+const maxWarm = 64
 
 // sandboxUID is the uid (and gid) of user code inside the sandbox when the
 // backend runs as root.
@@ -59,8 +67,9 @@ type Backend struct {
 	warnings  []string
 	usernsErr error
 
-	runID atomic.Uint64
-	mu    sync.Mutex
+	pool      *warmPool
+	closeOnce sync.Once
+	runID     atomic.Uint64
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -121,6 +130,9 @@ func New(opts Options) (*Backend, error) {
 			"running unprivileged: user code runs as uid 0 of its own user namespace, without capabilities")
 	}
 	b.etc = syntheticEtc(b.innerUID)
+	if opts.Warm > 0 {
+		b.startPool(min(opts.Warm, maxWarm))
+	}
 	return b, nil
 }
 

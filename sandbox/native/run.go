@@ -35,13 +35,6 @@ const (
 	killCancel
 )
 
-// initCaps are the capabilities, within its own namespaces, that the
-// sandbox init needs to build the sandbox.
-var initCaps = []uintptr{
-	unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_SETPCAP, unix.CAP_CHOWN,
-	unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_NET_ADMIN,
-}
-
 // Run executes spec in fresh namespaces. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s := *spec
@@ -86,40 +79,9 @@ func (r *run) close() {
 	}
 }
 
-func (r *run) pipe() (rd, wr *os.File, err error) {
-	rd, wr, err = os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: unable to create pipe: %v", sandbox.ErrSetup, err)
-	}
-	r.keep(rd)
-	r.keep(wr)
-	return rd, wr, nil
-}
-
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	b, s, lim := r.b, r.spec, r.spec.Limits
 	if err := r.plan(); err != nil {
-		return nil, err
-	}
-
-	stdin, stdinW, err := r.stdin()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := r.pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := r.pipe()
-	if err != nil {
-		return nil, err
-	}
-	cfgR, cfgW, err := r.pipe()
-	if err != nil {
-		return nil, err
-	}
-	statR, statW, err := r.pipe()
-	if err != nil {
 		return nil, err
 	}
 
@@ -134,38 +96,19 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		}
 		r.group = g
 	}
-
-	files := []*os.File{stdin, outW, errW, cfgR, statW}
-	proc, err := os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{},
-		Files: files,
-		Sys:   r.sysProcAttr(),
-	})
+	sp, err := b.take()
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to start sandbox init: %v", sandbox.ErrSetup, err)
-	}
-	// The child holds its own copies now.
-	for _, f := range []*os.File{stdin, outW, errW, cfgR, statW} {
-		_ = f.Close()
-	}
-
-	waited := make(chan *os.ProcessState, 1)
-	go func() {
-		st, _ := proc.Wait()
-		waited <- st
-	}()
-	abort := func(err error) (*sandbox.Result, error) {
-		_ = proc.Kill()
-		<-waited
 		return nil, err
 	}
-
+	defer sp.close()
+	proc, waited := sp.proc, sp.waited
+	abort := func(err error) (*sandbox.Result, error) {
+		sp.kill()
+		return nil, err
+	}
 	if r.group != nil {
-		if _, ok := r.group.FD(); !ok {
-			if err := r.group.Add(proc.Pid); err != nil {
-				return abort(fmt.Errorf("%w: %v", sandbox.ErrSetup, err))
-			}
+		if err := r.group.Add(proc.Pid); err != nil {
+			return abort(fmt.Errorf("%w: %v", sandbox.ErrSetup, err))
 		}
 	}
 
@@ -178,23 +121,25 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}
 	stdout := newCapture(lim.OutputBytes, s.Stdout, func() { stop(killOutput) })
 	stderr := newCapture(lim.OutputBytes, s.Stderr, func() { stop(killOutput) })
-	go stdout.drain(outR)
-	go stderr.drain(errR)
+	go stdout.drain(sp.stdout)
+	go stderr.drain(sp.stderr)
 	status := make(chan []byte, 1)
 	go func() {
-		msg, _ := readBounded(statR, 4096)
+		msg, _ := readBounded(sp.status, 4096)
 		status <- msg
 	}()
 
 	// The config is also the go signal: the init blocks on it, so the
 	// program cannot start before it is in its cgroup.
-	if _, err := cfgW.Write(r.setup.buf); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if _, err := sp.config.Write(r.setup.buf); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return abort(fmt.Errorf("%w: unable to send sandbox setup: %v", sandbox.ErrSetup, err))
 	}
-	_ = cfgW.Close()
+	_ = sp.config.Close()
 	start := time.Now()
-	if stdinW != nil {
-		go feed(stdinW, s.Stdin)
+	if s.Stdin != nil {
+		go feed(sp.stdin, s.Stdin)
+	} else {
+		_ = sp.stdin.Close()
 	}
 
 	mon := newMonitor(r.group, lim, s.SampleInterval, start)
@@ -227,19 +172,19 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		return nil, ctx.Err()
 	}
 
-	timer := time.NewTimer(drainTimeout)
-	defer timer.Stop()
+	drained, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
 	for _, c := range []*capture{stdout, stderr} {
 		select {
 		case <-c.done:
-		case <-timer.C:
+		case <-drained.Done():
 			r.b.log.Warn("output still open after the sandbox ended", "run", r.id)
 		}
 	}
 	var msg []byte
 	select {
 	case msg = <-status:
-	case <-timer.C:
+	case <-drained.Done():
 	}
 
 	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append(r.warnings, r.b.warnings...)}
@@ -323,50 +268,6 @@ func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, r
 		res.Status = sandbox.StatusOK
 	}
 	return nil
-}
-
-func (r *run) stdin() (child, parent *os.File, err error) {
-	if r.spec.Stdin == nil {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
-		}
-		return r.keep(f), nil, nil
-	}
-	return r.pipe()
-}
-
-func (r *run) sysProcAttr() *syscall.SysProcAttr {
-	b := r.b
-	attr := &syscall.SysProcAttr{
-		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
-			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
-		Setsid:    true,
-		Pdeathsig: syscall.SIGKILL,
-		// As root the init starts as host uid 0, which is not mapped in
-		// its namespace, so exec would clear the capabilities it holds
-		// there; these carry over the ones the setup needs. They are
-		// capabilities over the new namespaces only, and the program's
-		// process drops every one of them.
-		AmbientCaps: initCaps,
-	}
-	if b.privileged {
-		ids := []syscall.SysProcIDMap{
-			{ContainerID: 0, HostID: b.hostBase, Size: 1},
-			{ContainerID: sandboxUID, HostID: b.hostBase + sandboxUID, Size: 1},
-		}
-		attr.UidMappings, attr.GidMappings = ids, ids
-		attr.GidMappingsEnableSetgroups = true
-	} else {
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
-	}
-	if r.group != nil {
-		if fd, ok := r.group.FD(); ok {
-			attr.UseCgroupFD, attr.CgroupFD = true, fd
-		}
-	}
-	return attr
 }
 
 // feed copies the program's input and closes the pipe. A program that exits
@@ -454,6 +355,9 @@ func (r *run) plan() error {
 	w.op(nsinit.OpHostname, "sandbox")
 	w.op(nsinit.OpLoopback)
 	w.op(nsinit.OpUser, strconv.Itoa(uid), strconv.Itoa(uid))
+	if s.Stdin == nil {
+		w.op(nsinit.OpStdinNull)
+	}
 	dir := s.Dir
 	if dir == "" {
 		dir = sandbox.WorkspaceDir

@@ -428,6 +428,7 @@ static void report(const char *fmt, ...)
 
 struct exec_plan {
 	const struct op *user, *cwd, *seccomp, *argv, *env;
+	int stdin_null;
 	const struct op *rlimits[32];
 	int nrlimits;
 };
@@ -474,6 +475,13 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 {
 	if (setsid() < 0)
 		child_fail(errfd, "setsid");
+	if (p->stdin_null) {
+		int fd = open("/dev/null", O_RDONLY);
+		if (fd < 0 || dup2(fd, 0) < 0)
+			child_fail(errfd, "open /dev/null");
+		if (fd != 0)
+			close(fd);
+	}
 	// Nothing but stdin, stdout, stderr and the error pipe survives exec.
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail(errfd, "close_range");
@@ -638,6 +646,9 @@ static void __attribute__((noreturn)) run(struct config *c)
 			break;
 		case OP_ENV:
 			plan.env = o;
+			break;
+		case OP_STDIN_NULL:
+			plan.stdin_null = 1;
 			break;
 		default:
 			errno = 0;

@@ -24,6 +24,7 @@ enum nsinit_op {
 	OP_ARGV = 15,    /* args... */
 	OP_ENV = 16,     /* env... */
 	OP_DEV = 17,     /* name: bind /dev/<name> from the host */
+	OP_STDIN_NULL = 18, /* (none): the program reads /dev/null */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"

@@ -1,0 +1,225 @@
+package native
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/native/nsinit"
+)
+
+// initCaps are the capabilities, within its own namespaces, that the
+// sandbox init needs to build the sandbox.
+var initCaps = []uintptr{
+	unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_SETPCAP, unix.CAP_CHOWN,
+	unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_NET_ADMIN,
+}
+
+// started is a sandbox init in its fresh namespaces, blocked until it is
+// sent its setup. Each one serves exactly one run.
+type started struct {
+	proc   *os.Process
+	waited chan *os.ProcessState
+	// The parent's ends of the init's pipes.
+	stdin, stdout, stderr, config, status *os.File
+	once                                  sync.Once
+}
+
+// spawn starts a sandbox init. Creating namespaces (a network namespace
+// above all) is the slowest part of a run, and an init can be started
+// before its run is known: see warmPool.
+func (b *Backend) spawn() (_ *started, retErr error) {
+	var parent, child []*os.File
+	defer func() {
+		for _, f := range child {
+			_ = f.Close()
+		}
+		if retErr != nil {
+			for _, f := range parent {
+				_ = f.Close()
+			}
+		}
+	}()
+	// stdin, stdout, stderr, config, status: the child reads the first
+	// and the fourth, writes the others.
+	for i := range 5 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("%w: unable to create pipe: %v", sandbox.ErrSetup, err)
+		}
+		if i == 0 || i == 3 {
+			child, parent = append(child, r), append(parent, w)
+		} else {
+			child, parent = append(child, w), append(parent, r)
+		}
+	}
+	proc, err := os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{},
+		Files: child,
+		Sys:   b.sysProcAttr(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to start sandbox init: %v", sandbox.ErrSetup, err)
+	}
+	s := &started{
+		proc:   proc,
+		waited: make(chan *os.ProcessState, 1),
+		stdin:  parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
+	}
+	go func() {
+		st, _ := proc.Wait()
+		s.waited <- st
+	}()
+	return s, nil
+}
+
+// kill stops the init (and so everything in its PID namespace) and waits
+// for it.
+func (s *started) kill() {
+	_ = s.proc.Kill()
+	st := <-s.waited
+	s.waited <- st
+}
+
+// close releases the parent's ends of the pipes.
+func (s *started) close() {
+	s.once.Do(func() {
+		for _, f := range []*os.File{s.stdin, s.stdout, s.stderr, s.config, s.status} {
+			_ = f.Close()
+		}
+	})
+}
+
+// alive reports whether the init still waits for its setup.
+func (s *started) alive() bool {
+	select {
+	case st := <-s.waited:
+		s.waited <- st
+		return false
+	default:
+		return true
+	}
+}
+
+func (b *Backend) sysProcAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+		Setsid:    true,
+		Pdeathsig: syscall.SIGKILL,
+		// As root the init starts as host uid 0, which is not mapped in
+		// its namespace, so exec would clear the capabilities it holds
+		// there; these carry over the ones the setup needs. They are
+		// capabilities over the new namespaces only, and the program's
+		// process drops every one of them.
+		AmbientCaps: initCaps,
+	}
+	if b.privileged {
+		ids := []syscall.SysProcIDMap{
+			{ContainerID: 0, HostID: b.hostBase, Size: 1},
+			{ContainerID: sandboxUID, HostID: b.hostBase + sandboxUID, Size: 1},
+		}
+		attr.UidMappings, attr.GidMappings = ids, ids
+		attr.GidMappingsEnableSetgroups = true
+	} else {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+	}
+	return attr
+}
+
+// warmPool keeps sandbox inits started ahead of need, so that a run only
+// pays for its setup and its program. Every init is fresh and serves one
+// run; none is ever reused.
+type warmPool struct {
+	// slots holds a token for every init started and not yet taken, so
+	// that no more than its capacity wait at once.
+	slots chan struct{}
+	ready chan *started
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func (b *Backend) startPool(size int) {
+	p := &warmPool{
+		slots: make(chan struct{}, size),
+		ready: make(chan *started, size),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	b.pool = p
+	go func() {
+		defer close(p.done)
+		delay := 10 * time.Millisecond
+		for {
+			select {
+			case p.slots <- struct{}{}:
+			case <-p.quit:
+				return
+			}
+			s, err := b.spawn()
+			if err != nil {
+				<-p.slots
+				b.log.Warn("unable to start a sandbox ahead of need", "error", err)
+				select {
+				case <-time.After(delay):
+					delay = min(2*delay, 5*time.Second)
+					continue
+				case <-p.quit:
+					return
+				}
+			}
+			delay = 10 * time.Millisecond
+			p.ready <- s // never blocks: slots bounds what is in ready
+		}
+	}()
+}
+
+// take returns a started init: a warm one when there is one, else a new one.
+func (b *Backend) take() (*started, error) {
+	if b.pool != nil {
+		for {
+			select {
+			case s := <-b.pool.ready:
+				<-b.pool.slots
+				if s.alive() {
+					return s, nil
+				}
+				s.close()
+				continue
+			default:
+			}
+			break
+		}
+	}
+	return b.spawn()
+}
+
+// Close stops the inits started ahead of need. Runs under way are not
+// affected. It is safe to call more than once.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		if b.pool == nil {
+			return
+		}
+		close(b.pool.quit)
+		<-b.pool.done
+		for {
+			select {
+			case s := <-b.pool.ready:
+				s.kill()
+				s.close()
+				continue
+			default:
+			}
+			return
+		}
+	})
+	return nil
+}
