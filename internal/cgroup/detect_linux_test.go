@@ -271,12 +271,3 @@ func writeTemp(t testing.TB, content string) string {
 	}
 	return p
 }
-
-func readFixture(t testing.TB, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestParseUint(t *testing.T) {
@@ -214,39 +212,11 @@ func FuzzParseSelfCgroupLine(f *testing.F) {
 	})
 }
 
-func FuzzReadPids(f *testing.F) {
-	f.Add([]byte("1\n22\n333\n"))
-	f.Add([]byte(""))
-	f.Add([]byte(strings.Repeat("1234567\n", 100)))
-	dir := f.TempDir()
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+func readFixture(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	f.Cleanup(func() { unix.Close(fd) })
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		got, err := readPids(fd, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// cgroup.procs lists one decimal pid per line; pids fit in
-		// 22 bits, so compare only inputs of short numbers.
-		fields := strings.FieldsFunc(string(data), func(r rune) bool { return r < '0' || r > '9' })
-		for _, f := range fields {
-			if len(f) > 9 {
-				return
-			}
-		}
-		if len(got) != len(fields) {
-			t.Fatalf("readPids(%q) = %v, want %d pids", data, got, len(fields))
-		}
-		for i, f := range fields {
-			if n, _ := strconv.Atoi(f); n != got[i] {
-				t.Fatalf("readPids(%q) = %v, want %v", data, got, fields)
-			}
-		}
-	})
+	return string(b)
 }
