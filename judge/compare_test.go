@@ -91,7 +91,7 @@ func TestComparators(t *testing.T) {
 		{"float:1e-6", "1.0000001", "1", true},
 		{"float:1e-6", "1.00001", "1", false},
 		{"float:1e-6", "1000000.5", "1000000", true}, // relative
-		{"float:1e-6", "-0.0000005", "0", true},        // absolute
+		{"float:1e-6", "-0.0000005", "0", true},      // absolute
 		{"float:1e-6", "1e-3 x", "0.001 x", true},
 		{"float:1e-6", "1 x", "1 y", false},
 		{"float:1e-6", "1 2", "1", false},

@@ -24,12 +24,18 @@ const MaxRequestBytes = 64 << 20
 //
 // Errors wrap ErrRequestTooLarge or ErrInvalidRequest.
 func DecodeRequest(r io.Reader) (ExecutionRequest, error) {
-	lr := &io.LimitedReader{R: r, N: MaxRequestBytes + 1}
+	return decodeRequest(r, MaxRequestBytes)
+}
+
+// decodeRequest is DecodeRequest with the size limit as a parameter, so
+// that tests need not feed it 64 MiB.
+func decodeRequest(r io.Reader, limit int64) (ExecutionRequest, error) {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
 	dec := json.NewDecoder(lr)
 	var req ExecutionRequest
 	err := dec.Decode(&req)
 	if lr.N <= 0 {
-		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, MaxRequestBytes)
+		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, limit)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -39,7 +45,7 @@ func DecodeRequest(r io.Reader) (ExecutionRequest, error) {
 	}
 	_, err = dec.Token()
 	if lr.N <= 0 {
-		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, MaxRequestBytes)
+		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, limit)
 	}
 	if !errors.Is(err, io.EOF) {
 		return ExecutionRequest{}, fmt.Errorf("%w: unexpected data after the request object", ErrInvalidRequest)

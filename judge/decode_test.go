@@ -78,19 +78,30 @@ func (endless) Read(p []byte) (int, error) {
 }
 
 func TestDecodeRequestBoundsItsReading(t *testing.T) {
+	const limit = 4096
 	r := &countingReader{r: io.MultiReader(strings.NewReader(`{"code": "`), endless{})}
-	_, err := DecodeRequest(r)
-	if !errors.Is(err, ErrRequestTooLarge) {
+	_, err := decodeRequest(r, limit)
+	if !errors.Is(err, ErrRequestTooLarge) || !strings.Contains(err.Error(), "more than 4096 bytes") {
 		t.Fatalf("error = %v, want ErrRequestTooLarge", err)
 	}
-	if r.n > MaxRequestBytes+1 {
-		t.Errorf("read %d bytes, more than MaxRequestBytes+1", r.n)
+	if r.n > limit+1 {
+		t.Errorf("read %d bytes, more than the limit + 1", r.n)
 	}
 
-	// Whitespace past the limit after a complete object is too large too.
-	body := `{"code": "x"}` + strings.Repeat(" ", MaxRequestBytes)
-	if _, err := DecodeRequest(strings.NewReader(body)); !errors.Is(err, ErrRequestTooLarge) {
-		t.Errorf("error = %v, want ErrRequestTooLarge", err)
+	tests := []struct {
+		name    string
+		body    string
+		wantErr error
+	}{
+		{"exactly at the limit", `{"code": "` + strings.Repeat("x", limit-12) + `"}`, nil},
+		{"one byte over", `{"code": "` + strings.Repeat("x", limit-11) + `"}`, ErrRequestTooLarge},
+		{"whitespace past the limit after a complete object", `{"code": "x"}` + strings.Repeat(" ", limit), ErrRequestTooLarge},
+	}
+	for _, tt := range tests {
+		_, err := decodeRequest(strings.NewReader(tt.body), limit)
+		if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+			t.Errorf("%s (%d bytes): error = %v, want %v", tt.name, len(tt.body), err, tt.wantErr)
+		}
 	}
 }
 
