@@ -253,6 +253,7 @@ func alive(pid int) bool {
 
 func TestKernelDestroy(t *testing.T) {
 	m := kernelManager(t)
+	t.Log(m.Describe())
 	g, err := m.Create(fmt.Sprintf("t%d-destroy", os.Getpid()), Limits{Memory: 32 << 20, Processes: 8, CPUs: 0.5})
 	if err != nil {
 		t.Fatal(err)
