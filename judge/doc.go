@@ -41,13 +41,12 @@
 // OutputBytes of max(Options.MaxOutputKB KiB, twice the largest expected
 // output); other limits are left to the backend's defaults.
 //
-// total_timeout_ms is wall-clock time counted from the start of the tests,
-// as in spec 000's run_tests: compilation is bounded by the Engine's own
-// compile limits, so a slow or uncached compile does not eat into the time
-// of the tests. When it runs out, running tests are cancelled, tests not
-// yet started are not started, and all of them are "timeout" with
-// "Total timeout exceeded"; a run that had ended on its own keeps its
-// verdict.
+// total_timeout_ms is wall-clock time counted from the judge's start
+// (CONTRACT §10), so compilation counts against it; compilation itself is
+// never cut short, the Engine bounds it with its own compile limits. When
+// it runs out, running tests are cancelled, tests not yet started are not
+// started, and all of them are "timeout" with "Total timeout exceeded"; a
+// run that had ended on its own keeps its verdict.
 //
 // # Verdicts
 //

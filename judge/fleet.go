@@ -43,8 +43,11 @@ var ErrUnresolvedArtifact = errors.New("large artifacts must be resolved before 
 // their defaults: a random UUID for RequestID, DefaultTimeoutMS and
 // DefaultTotalTimeoutMS.
 type FleetRequestOptions struct {
-	RequestID      string
-	TimeoutMS      int
+	// RequestID names the request.
+	RequestID string
+	// TimeoutMS is the per-test timeout.
+	TimeoutMS int
+	// TotalTimeoutMS bounds all the tests together.
 	TotalTimeoutMS int
 }
 

@@ -72,11 +72,15 @@ func New(engine Engine, opts Options) *Judge {
 
 // Execute validates req, prepares its code once and runs every test case,
 // up to Options.Parallel at a time, within req.TotalTimeoutMS of wall-clock
-// time counted from the start of the tests (compilation has its own limit,
-// in the Engine). It never fails and never panics: a refused request, a
-// compilation error and a failure of the machinery are all results with
-// their status and error_info.
+// time counted from the call (CONTRACT §10: compilation included, though it
+// is never cut short: the Engine bounds it with its own limits). It never
+// fails and never panics: a refused request, a compilation error and a
+// failure of the machinery are all results with their status and
+// error_info.
 func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res ExecutionResult) {
+	// The deadline runs on the real clock whatever Options.Now says, so
+	// that a fake clock cannot stop the total timeout.
+	began := time.Now()
 	start := j.now()
 	elapsed := func() int64 { return max(0, j.now().Sub(start).Milliseconds()) }
 	stage := StageValidation
@@ -123,7 +127,8 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	}()
 
 	stage = StageExecution
-	results, err := j.runTests(ctx, req, prog, cmp)
+	deadline := began.Add(time.Duration(req.TotalTimeoutMS) * time.Millisecond)
+	results, err := j.runTests(ctx, req, prog, cmp, deadline)
 	if err != nil {
 		j.log.Error("running the tests failed", "request_id", req.RequestID, "language", req.Language, "error", err)
 		return sandboxErrorResult(req, stage, err, elapsed())
@@ -133,11 +138,10 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 
 // runTests runs every test of a valid request and returns their verdicts in
 // request order, or the first failure of the machinery.
-func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program, cmp Comparator) ([]TestResult, error) {
+func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program, cmp Comparator, deadline time.Time) ([]TestResult, error) {
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	total := time.Duration(req.TotalTimeoutMS) * time.Millisecond
-	totalCtx, cancelTotal := context.WithTimeoutCause(runCtx, total, errTotalTimeout)
+	totalCtx, cancelTotal := context.WithDeadlineCause(runCtx, deadline, errTotalTimeout)
 	defer cancelTotal()
 
 	base := sandbox.Limits{

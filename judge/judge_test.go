@@ -811,3 +811,23 @@ func TestCompareModeInExecute(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalTimeoutCountsCompilation: the total timeout runs from the
+// judge's start, so a compilation that outlasts it leaves no time for the
+// tests, and none is started.
+func TestTotalTimeoutCountsCompilation(t *testing.T) {
+	e := newEngine(map[string]script{"a": prints("A"), "b": prints("B")})
+	e.onPrepare = func() { time.Sleep(150 * time.Millisecond) }
+	req := request("java", "code",
+		TestCase{ID: "ta", Input: "a", ExpectedOutput: "A"},
+		TestCase{ID: "tb", Input: "b", ExpectedOutput: "B"})
+	req.TotalTimeoutMS = 100
+	got := newJudge(e, 2).Execute(context.Background(), req)
+	if got.Status != StatusTimeout || !slices.Equal(messages(got), []string{"Total timeout exceeded", "Total timeout exceeded"}) {
+		t.Errorf("status %s, messages %q; want timeout, Total timeout exceeded", got.Status, messages(got))
+	}
+	if len(e.prog.started) != 0 {
+		t.Errorf("tests %v started after the total timeout", e.prog.started)
+	}
+	checkInfo(t, got.ErrorInfo, &ExecutionError{Code: "TIMEOUT", Message: "Total timeout exceeded", Stage: StageExecution})
+}

@@ -54,9 +54,13 @@ type TestCase struct {
 
 // ExecutionResult is the judge's answer (spec 000 ExecutionResult).
 type ExecutionResult struct {
-	RequestID   string          `json:"request_id"`
-	Status      ExecutionStatus `json:"status"`
-	TestResults []TestResult    `json:"test_results"`
+	// RequestID echoes the request's.
+	RequestID string `json:"request_id"`
+	// Status is the overall verdict.
+	Status ExecutionStatus `json:"status"`
+	// TestResults are in the request's test order; empty (never null) when
+	// the request was refused or did not compile.
+	TestResults []TestResult `json:"test_results"`
 	// TotalTimeMS is the time Execute took, compilation included.
 	TotalTimeMS int64 `json:"total_time_ms"`
 	// CompilationOutput is the compiler's diagnostics when compilation
@@ -88,7 +92,9 @@ const (
 
 // TestResult is the verdict on one test case (spec 000 TestResult).
 type TestResult struct {
-	TestID string     `json:"test_id"`
+	// TestID is the test case's id.
+	TestID string `json:"test_id"`
+	// Status is the verdict on this test.
 	Status TestStatus `json:"status"`
 	// ActualOutput is the program's stdout; empty for hidden tests.
 	ActualOutput string `json:"actual_output"`
@@ -119,7 +125,8 @@ const (
 // ExecutionError).
 type ExecutionError struct {
 	// Code is one of the Code* constants or an upper-cased TestStatus.
-	Code    string `json:"code"`
+	Code string `json:"code"`
+	// Message says what went wrong, for humans.
 	Message string `json:"message"`
 	// Stage is "validation", "compilation" or "execution".
 	Stage string `json:"stage"`

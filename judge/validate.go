@@ -129,6 +129,7 @@ func (r ExecutionRequest) Validate() error {
 // ValidationError is a reason to refuse a request. Its message is shown to
 // users as is, capitalised as in spec 000.
 type ValidationError struct {
+	// Message is the reason, e.g. "Invalid timeout: 50ms".
 	Message string
 }
 
