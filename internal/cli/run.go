@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+const runAbout = `Execute one program in the sandbox (spec 004 execute_code / execute_with_limits).
+The code comes from FILE, or from standard input with "-" (then --lang is needed).
+Compiled languages are compiled first under the compile limits (30 s, 512 MB);
+--timeout covers the run only.
+
+Without --json the program's stdout and stderr stream through and coderunner
+exits with the program's exit code: 124 when it timed out, 137 when it was
+killed for its memory, 125 when the sandbox itself failed, 2 for bad usage.
+With --json it prints the execute_with_limits result object and exits 0
+(125 when the sandbox failed).`
+
+// runFlags are the flags of run, as the contract lists them.
+type runFlags struct {
+	lang      string
+	stdin     string
+	timeout   time.Duration
+	memory    int
+	cpus      float64
+	pids      int
+	maxOutput int
+	session   string
+}
+
+func (a *App) runCmd(ctx context.Context, args []string) int {
+	fs, c := a.flagSet("run", "FILE|-", runAbout, true)
+	var f runFlags
+	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
+	fs.StringVar(&f.stdin, "stdin", "", "`FILE` given to the program as standard input (- for coderunner's own stdin; default: empty)")
+	fs.Func("timeout", "time limit of the run: a `DURATION` (30s, 1500ms) or a number of seconds, 1 to 300 s (default 30s)",
+		func(s string) error {
+			d, err := parseTimeout(s)
+			f.timeout = d
+			return err
+		})
+	fs.IntVar(&f.memory, "memory", 0, "memory limit in `MB`, 16 to 8192 (default 256)")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in `CORES`, more than 0 and at most this machine's cores (default 0.5)")
+	fs.IntVar(&f.pids, "pids", 0, "most processes and threads, `N` from 1 to 1024 (default 50)")
+	fs.IntVar(&f.maxOutput, "max-output", 0, "cap of stdout and of stderr, each, in `CHARS` (bytes), 1 to 10000000 (default 100000); over it the program is stopped")
+	fs.StringVar(&f.session, "session", "", "session `ID` (letters, digits, _ and -, at most 64), echoed in the result. "+
+		"Sessions do not keep files between runs yet: every run starts with an empty workspace")
+
+	pos, code, done := a.parse(fs, c, args)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return a.fail("run", "missing FILE (or - to read the code from stdin)")
+	case len(pos) > 1:
+		return a.fail("run", "one FILE only, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	}
+	cfg, log, err := a.setup(fs, c)
+	if err != nil {
+		return a.fail("run", "%v", err)
+	}
+	langs, err := cfg.LanguageTable()
+	if err != nil {
+		return a.fail("run", "--config: %v", err)
+	}
+
+	req, err := a.runRequest(fs, &f, cfg, langs, pos[0])
+	if err != nil {
+		return a.fail("run", "%v", err)
+	}
+
+	b, err := a.Registry.Open(ctx, c.backend, backendOptions(cfg, log))
+	if err != nil {
+		return a.report(c, execute.SetupErrorResult(req, c.backend, err))
+	}
+	ex := execute.New(b, langs, execute.Options{
+		Logger:        log,
+		TempDir:       cfg.Backend.WorkDir,
+		CompileLimits: compileLimits(cfg),
+		SandboxLimits: sandbox.Limits{
+			OpenFiles:     cfg.Backend.OpenFiles,
+			WorkspaceSize: int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
+			TmpSize:       int64(cfg.Backend.TmpSizeMB) * sandbox.MiB,
+		},
+	})
+	if !c.json {
+		req.Stdout, req.Stderr = a.Stdout, a.Stderr
+	}
+	res, err := ex.Execute(ctx, req)
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(a.Stderr, "coderunner run: interrupted")
+		return ExitInterrupted
+	case err != nil:
+		return a.fail("run", "%v", err)
+	}
+	return a.report(c, res)
+}
+
+// runRequest builds the request from the flags, the configuration's
+// defaults and the code. Its errors name the flag at fault.
+func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, langs *lang.Table, file string) (execute.Request, error) {
+	var req execute.Request
+	fromStdin := file == "-"
+	switch {
+	case f.lang != "":
+		if _, err := langs.Lookup(f.lang); err != nil {
+			return req, fmt.Errorf("--lang: %w", err)
+		}
+		req.Language = f.lang
+	case fromStdin:
+		return req, errors.New("--lang is required when the code comes from stdin (-)")
+	default:
+		l, err := langs.ForFile(file)
+		if err != nil {
+			return req, fmt.Errorf("%w; name it with --lang", err)
+		}
+		req.Language = l.ID
+	}
+
+	limits, err := runLimits(fs, f, cfg)
+	if err != nil {
+		return req, err
+	}
+	req.Limits = limits
+
+	if isSet(fs, "session") {
+		if err := execute.ValidateSessionID(f.session); err != nil {
+			return req, fmt.Errorf("--session: %w", err)
+		}
+		id := f.session
+		req.SessionID = &id
+	}
+
+	var code []byte
+	if fromStdin {
+		code, err = readBounded(a.Stdin, MaxInputBytes, "the code on stdin")
+	} else {
+		code, err = readFileBounded(file, MaxInputBytes)
+	}
+	if err != nil {
+		return req, err
+	}
+	req.Code = string(code)
+
+	switch {
+	case f.stdin == "-" && fromStdin:
+		return req, errors.New("--stdin: - cannot be used when the code also comes from stdin")
+	case f.stdin == "-":
+		in, err := readBounded(a.Stdin, MaxInputBytes, "stdin")
+		if err != nil {
+			return req, fmt.Errorf("--stdin: %w", err)
+		}
+		req.Stdin = string(in)
+	case f.stdin != "":
+		in, err := readFileBounded(f.stdin, MaxInputBytes)
+		if err != nil {
+			return req, fmt.Errorf("--stdin: %w", err)
+		}
+		req.Stdin = string(in)
+	}
+	return req, nil
+}
+
+// limitFlags maps the fields of ExecutionLimits to the flag that sets
+// them and the configuration key of their default.
+var limitFlags = map[string][2]string{
+	"time_limit":       {"timeout", "limits.run.timeout"},
+	"memory_limit":     {"memory", "limits.run.memory_mb"},
+	"cpu_limit":        {"cpus", "limits.run.cpu_cores"},
+	"max_output_chars": {"max-output", "limits.run.max_output_chars"},
+	"pids":             {"pids", "limits.run.max_processes"},
+}
+
+// runLimits starts from the configuration's defaults and applies the
+// flags given. An out-of-range value is refused naming the flag, or the
+// configuration key when the value came from there.
+func runLimits(fs *flag.FlagSet, f *runFlags, cfg *config.Config) (execute.ExecutionLimits, error) {
+	d := cfg.Limits.Run
+	l := execute.ExecutionLimits{
+		TimeLimit:      d.Timeout.Std().Seconds(),
+		MemoryLimit:    d.MemoryMB,
+		CPULimit:       d.CPUCores,
+		MaxOutputChars: d.MaxOutputChars,
+		Pids:           d.MaxProcesses,
+	}
+	if isSet(fs, "timeout") {
+		l.TimeLimit = f.timeout.Seconds()
+	}
+	if isSet(fs, "memory") {
+		l.MemoryLimit = f.memory
+	}
+	if isSet(fs, "cpus") {
+		l.CPULimit = f.cpus
+	}
+	if isSet(fs, "pids") {
+		l.Pids = f.pids
+	}
+	if isSet(fs, "max-output") {
+		l.MaxOutputChars = f.maxOutput
+	}
+	err := l.Validate()
+	var le *execute.LimitError
+	if errors.As(err, &le) {
+		names, ok := limitFlags[le.Field]
+		if !ok {
+			return l, err
+		}
+		if isSet(fs, names[0]) {
+			if le.Field == "time_limit" {
+				return l, fmt.Errorf("--timeout: %s must be between 1s and 300s", f.timeout)
+			}
+			return l, fmt.Errorf("--%s: %s", names[0], le.Reason)
+		}
+		return l, fmt.Errorf("configuration %s: %s", names[1], le.Reason)
+	}
+	return l, err
+}
+
+// compileLimits are the configuration's limits of a compile step.
+func compileLimits(cfg *config.Config) sandbox.Limits {
+	c := cfg.Limits.Compile
+	return sandbox.Limits{
+		WallTime:  c.Timeout.Std(),
+		CPUTime:   c.Timeout.Std(),
+		Memory:    int64(c.MemoryMB) * sandbox.MiB,
+		CPUs:      c.CPUCores,
+		Processes: c.MaxProcesses,
+	}
+}
+
+// report prints the result as the flags ask and returns the exit status.
+func (a *App) report(c *common, res *execute.Result) int {
+	if c.json {
+		if err := writeJSON(a.Stdout, res); err != nil {
+			fmt.Fprintf(a.Stderr, "coderunner run: %v\n", err)
+			return ExitFailure
+		}
+		if res.Status == execute.StatusSetupError {
+			return ExitSandbox
+		}
+		return ExitOK
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(a.Stderr, "coderunner: warning: %s\n", w)
+	}
+	switch {
+	case res.Status == execute.StatusSuccess:
+	case res.Stage == execute.StageRun && res.Verdict == sandbox.StatusNonzeroExit:
+		// A non-zero exit speaks for itself through the exit status.
+	default:
+		fmt.Fprintf(a.Stderr, "coderunner: %s\n", res.Message())
+	}
+	return exitStatus(res)
+}
+
+// exitStatus is the exit status of run without --json.
+func exitStatus(res *execute.Result) int {
+	switch {
+	case res.Status == execute.StatusSuccess:
+		return ExitOK
+	case res.Status == execute.StatusSetupError:
+		return ExitSandbox
+	case res.Status == execute.StatusTimeout:
+		return ExitTimeout
+	case res.Verdict == sandbox.StatusMemoryLimit:
+		return ExitMemory
+	case res.ExitCode > 0 && res.ExitCode < 256:
+		return res.ExitCode
+	}
+	return ExitFailure
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
