@@ -2,6 +2,7 @@ package lang
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,8 +77,8 @@ func newLanguage(id string, r Recipe, base []string) *Language {
 		Extensions:    lower(r.Extensions),
 		Compiled:      r.Compiled,
 		Source:        r.Source,
-		Compile:       r.Compile,
-		Run:           r.Run,
+		Compile:       slices.Clone(r.Compile),
+		Run:           slices.Clone(r.Run),
 		Image:         r.Image,
 		MemoryFactor:  atLeastOne(r.MemoryFactor),
 		TimeoutFactor: atLeastOne(r.TimeoutFactor),

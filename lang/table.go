@@ -44,7 +44,8 @@ var defaultTable = sync.OnceValue(func() *Table {
 // languages' discovery runs once per process.
 func Default() *Table { return defaultTable() }
 
-func parseEmbedded() (recipeFile, error) {
+// parseEmbedded decodes recipes.yaml once; New copies what it uses.
+var parseEmbedded = sync.OnceValues(func() (recipeFile, error) {
 	var f recipeFile
 	dec := yaml.NewDecoder(bytes.NewReader(embeddedRecipes))
 	dec.KnownFields(true)
@@ -52,7 +53,7 @@ func parseEmbedded() (recipeFile, error) {
 		return f, fmt.Errorf("%w: recipes.yaml: %v", ErrInvalidRecipe, err)
 	}
 	return f, nil
-}
+})
 
 // New builds a table from the embedded recipes and overrides, which
 // replace the fields they set of the recipe with the same id or add a

@@ -28,6 +28,9 @@ func ParseDuration(s string) (Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a duration such as 30s, 1500ms or a number of seconds", s)
 	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
 	return Duration(d), nil
 }
 
