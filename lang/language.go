@@ -27,10 +27,14 @@ const defaultMemoryMB = 256
 // Env and Mounts are filled in by Discover; read them after it returned.
 // Every other field is fixed when the table is built.
 type Language struct {
-	ID         string
-	Aliases    []string
+	// ID is the language's identifier, echoed back in results.
+	ID string
+	// Aliases are other names Lookup accepts, in lower case.
+	Aliases []string
+	// Extensions are the file extensions ForFile maps to the language.
 	Extensions []string
-	Compiled   bool
+	// Compiled tells that CompileArgs must run, and succeed, before RunArgs.
+	Compiled bool
 	// Source is the source file name template ("main.c", "{class}.java").
 	Source string
 	// Compile and Run are argv templates (see the package documentation).
@@ -62,9 +66,13 @@ type Language struct {
 // SourceName's file (with Class), Binary is Workspace/main, Class is
 // Solution and MemoryMB is 256.
 type Vars struct {
-	Source    string
-	Binary    string
-	Class     string
+	// Source is the absolute sandbox path of the source file.
+	Source string
+	// Binary is the absolute sandbox path of the compiled program.
+	Binary string
+	// Class is the Java class, from JavaClass.
+	Class string
+	// Workspace is the sandbox's workspace directory.
 	Workspace string
 	// MemoryMB is the memory limit of the step (compile or run) in MB.
 	MemoryMB int

@@ -8,14 +8,22 @@ import (
 
 // Config is the whole configuration of coderunner.
 type Config struct {
-	Server       Server                 `yaml:"server"`
-	Backend      Backend                `yaml:"backend"`
-	Docker       Docker                 `yaml:"docker"`
-	Limits       Limits                 `yaml:"limits"`
-	Languages    map[string]lang.Recipe `yaml:"languages,omitempty"`
-	Security     Security               `yaml:"security"`
-	ControlPlane ControlPlane           `yaml:"control_plane"`
-	Sessions     Sessions               `yaml:"sessions"`
+	// Server configures the HTTP service.
+	Server Server `yaml:"server"`
+	// Backend chooses the sandbox backend.
+	Backend Backend `yaml:"backend"`
+	// Docker configures the docker backend.
+	Docker Docker `yaml:"docker"`
+	// Limits are the default and allowed resource limits.
+	Limits Limits `yaml:"limits"`
+	// Languages override or extend the built-in language table, by id.
+	Languages map[string]lang.Recipe `yaml:"languages,omitempty"`
+	// Security is the CodeRunner specification's security section.
+	Security Security `yaml:"security"`
+	// ControlPlane configures the Runtime Executor's callbacks.
+	ControlPlane ControlPlane `yaml:"control_plane"`
+	// Sessions bounds persistent session workspaces.
+	Sessions Sessions `yaml:"sessions"`
 }
 
 // Server configures the HTTP service.
@@ -49,9 +57,10 @@ type Backend struct {
 	// WorkDir is the host directory under which workspaces are made; empty
 	// means a coderunner directory in the system temporary directory.
 	WorkDir string `yaml:"work_dir"`
-	// WorkspaceSizeMB caps /workspace; TmpSizeMB caps /tmp.
+	// WorkspaceSizeMB caps /workspace.
 	WorkspaceSizeMB int `yaml:"workspace_size_mb"`
-	TmpSizeMB       int `yaml:"tmp_size_mb"`
+	// TmpSizeMB caps /tmp.
+	TmpSizeMB int `yaml:"tmp_size_mb"`
 	// OpenFiles is the number of open files per process.
 	OpenFiles int `yaml:"open_files"`
 	// BwrapPath is the bwrap binary; empty means looked up.
@@ -98,19 +107,27 @@ type Limits struct {
 
 // RunLimits are the Code Execution Sandbox API's default limits.
 type RunLimits struct {
-	Timeout        Duration `yaml:"timeout"`
-	MemoryMB       int      `yaml:"memory_mb"`
-	CPUCores       float64  `yaml:"cpu_cores"`
-	MaxProcesses   int      `yaml:"max_processes"`
-	MaxOutputChars int      `yaml:"max_output_chars"`
+	// Timeout is the wall-time limit.
+	Timeout Duration `yaml:"timeout"`
+	// MemoryMB is the memory limit of the process tree.
+	MemoryMB int `yaml:"memory_mb"`
+	// CPUCores is the CPU bandwidth.
+	CPUCores float64 `yaml:"cpu_cores"`
+	// MaxProcesses limits processes and threads.
+	MaxProcesses int `yaml:"max_processes"`
+	// MaxOutputChars caps each output stream.
+	MaxOutputChars int `yaml:"max_output_chars"`
 }
 
 // CompileLimits bound a compile step, which is charged separately from the
 // run.
 type CompileLimits struct {
-	Timeout  Duration `yaml:"timeout"`
-	MemoryMB int      `yaml:"memory_mb"`
-	CPUCores float64  `yaml:"cpu_cores"`
+	// Timeout is the wall-time limit of the compiler.
+	Timeout Duration `yaml:"timeout"`
+	// MemoryMB is the compiler's memory limit.
+	MemoryMB int `yaml:"memory_mb"`
+	// CPUCores is the compiler's CPU bandwidth.
+	CPUCores float64 `yaml:"cpu_cores"`
 	// MaxProcesses is higher than a run's: go build and javac start many
 	// threads.
 	MaxProcesses int `yaml:"max_processes"`
@@ -129,10 +146,14 @@ type ExecutorLimits struct {
 // configuration written for that specification loads, and false is
 // refused.
 type Security struct {
+	// NetworkDisabled: no network inside the sandbox.
 	NetworkDisabled bool `yaml:"network_disabled"`
-	ReadOnlyRoot    bool `yaml:"read_only_root"`
+	// ReadOnlyRoot: system files are read-only.
+	ReadOnlyRoot bool `yaml:"read_only_root"`
+	// NoNewPrivileges: no set-uid escalation.
 	NoNewPrivileges bool `yaml:"no_new_privileges"`
-	CapDropAll      bool `yaml:"cap_drop_all"`
+	// CapDropAll: every capability dropped.
+	CapDropAll bool `yaml:"cap_drop_all"`
 }
 
 // ControlPlane configures the Runtime Executor's callbacks.
@@ -142,10 +163,10 @@ type ControlPlane struct {
 	URL string `yaml:"url"`
 	// Token authenticates the callbacks (INTERNAL_API_TOKEN).
 	Token Secret `yaml:"token"`
-	// ContainerID (CONTAINER_ID) and PodName (POD_NAME) identify this
-	// executor.
+	// ContainerID identifies this executor (CONTAINER_ID).
 	ContainerID string `yaml:"container_id"`
-	PodName     string `yaml:"pod_name"`
+	// PodName is the Kubernetes pod, if any (POD_NAME).
+	PodName string `yaml:"pod_name"`
 	// ResultsDir keeps results not yet delivered (RESULTS_DIR).
 	ResultsDir string `yaml:"results_dir"`
 	// HeartbeatInterval is the time between heartbeats of a running
