@@ -3,7 +3,7 @@ module github.com/coderunner/coderunner
 go 1.26.8
 
 require (
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.49.0
+	gopkg.in/yaml.v3 v3.0.1
 )

@@ -119,10 +119,24 @@ func isCleanAbs(p string) bool {
 	return path.IsAbs(p) && path.Clean(p) == p && strings.IndexByte(p, 0) < 0 && len(p) <= 4096
 }
 
+// SyntheticEtc lists the files every backend writes into the sandbox's own
+// /etc; a mount may not replace them.
+var SyntheticEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "resolv.conf", "ld.so.cache"}
+
 // reserved reports whether a sandbox path is owned by the backend itself.
+// Below /etc only the synthetic files are: toolchains such as Debian's JDK
+// keep their configuration there.
 func reserved(p string) bool {
-	for _, r := range []string{"/proc", "/dev", "/etc", WorkspaceDir, TmpDir} {
+	for _, r := range []string{"/proc", "/dev", WorkspaceDir, TmpDir} {
 		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	if p == "/etc" {
+		return true
+	}
+	for _, name := range SyntheticEtc {
+		if p == "/etc/"+name || strings.HasPrefix(p, "/etc/"+name+"/") {
 			return true
 		}
 	}

@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSpecValidate(t *testing.T) {
+	ok := func() *Spec {
+		return &Spec{Args: []string{"/bin/true"}, Limits: Limits{}.WithDefaults()}
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Spec)
+		field string // "" when the spec is valid
+	}{
+		{"valid", func(*Spec) {}, ""},
+		{"no args", func(s *Spec) { s.Args = nil }, "Args is empty"},
+		{"relative argv0", func(s *Spec) { s.Args = []string{"true"} }, "Args[0]"},
+		{"nul in arg", func(s *Spec) { s.Args = append(s.Args, "a\x00b") }, "Args[1]"},
+		{"env without =", func(s *Spec) { s.Env = []string{"PATH"} }, "Env[0]"},
+		{"env nul", func(s *Spec) { s.Env = []string{"A=\x00"} }, "Env[0]"},
+		{"huge env", func(s *Spec) { s.Env = []string{"A=" + strings.Repeat("x", MaxArgBytes)} }, "bytes"},
+		{"relative dir", func(s *Spec) { s.Dir = "work" }, "Dir"},
+		{"mount relative", func(s *Spec) { s.Mounts = []Mount{{Source: "usr"}} }, "Mounts[0].Source"},
+		{"mount unclean", func(s *Spec) { s.Mounts = []Mount{{Source: "/usr/../etc"}} }, "Mounts[0].Source"},
+		{"mount on proc", func(s *Spec) { s.Mounts = []Mount{{Source: "/usr", Target: "/proc/x"}} }, "reserved"},
+		{"mount on root", func(s *Spec) { s.Mounts = []Mount{{Source: "/usr", Target: "/"}} }, "reserved"},
+		{"mount on etc", func(s *Spec) { s.Mounts = []Mount{{Source: "/etc"}} }, "reserved"},
+		{"mount on passwd", func(s *Spec) { s.Mounts = []Mount{{Source: "/etc/passwd"}} }, "reserved"},
+		{"mount on workspace", func(s *Spec) { s.Mounts = []Mount{{Source: "/srv", Target: WorkspaceDir}} }, "reserved"},
+		{"mount below etc", func(s *Spec) { s.Mounts = []Mount{{Source: "/etc/java-17-openjdk"}} }, ""},
+		{"file escapes", func(s *Spec) { s.Files = []File{{Path: "../x"}} }, "Files[0].Path"},
+		{"file absolute", func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} }, "Files[0].Path"},
+		{"file unclean", func(s *Spec) { s.Files = []File{{Path: "a//b"}} }, "Files[0].Path"},
+		{"file mode", func(s *Spec) { s.Files = []File{{Path: "a", Mode: 0o4755}} }, "Files[0].Mode"},
+		{"memory", func(s *Spec) { s.Limits.Memory = 1 }, "Memory"},
+		{"wall", func(s *Spec) { s.Limits.WallTime = 2 * MaxWallTime }, "WallTime"},
+		{"processes", func(s *Spec) { s.Limits.Processes = MaxProcesses + 1 }, "Processes"},
+		{"output", func(s *Spec) { s.Limits.OutputBytes = -1 }, "OutputBytes"},
+		{"open files", func(s *Spec) { s.Limits.OpenFiles = 3 }, "OpenFiles"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ok()
+			tc.edit(s)
+			err := s.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("valid spec refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err %v, want ErrInvalidSpec naming %q", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	l := Limits{Memory: 32 * MiB}.WithDefaults()
+	if l.Memory != 32*MiB || l.WallTime != DefaultLimits.WallTime || l.Processes != DefaultLimits.Processes {
+		t.Fatalf("WithDefaults kept or filled the wrong fields: %+v", l)
+	}
+	if err := DefaultLimits.Validate(); err != nil {
+		t.Fatalf("the defaults are invalid: %v", err)
+	}
+}
