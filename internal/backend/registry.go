@@ -41,6 +41,10 @@ type Options struct {
 	// TempDir is where a backend may create its temporary files and
 	// directories; empty means os.TempDir().
 	TempDir string
+	// Warm asks backends that can to start this many sandboxes ahead of
+	// need. Long-lived callers (the server) set it; one-shot commands
+	// leave it zero. Backends that hold warm sandboxes implement io.Closer.
+	Warm int
 }
 
 // Factory builds a backend. It fails when the backend cannot be set up at
