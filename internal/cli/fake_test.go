@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// fakeBackend interprets a tiny language so that every verdict can be
+// asked for from the command line. The code is one command:
+//
+//	print TEXT     write TEXT to stdout
+//	cat            copy stdin to stdout
+//	exit N         exit with code N
+//	sleep          run out of time
+//	oom            be killed for memory
+//	flood          write more than the output cap
+//	segv           die of SIGSEGV
+//	warn           succeed with a backend warning
+//	broken         make the sandbox fail
+//	syntax error   (fakec) fail to compile
+type fakeBackend struct {
+	mu    sync.Mutex
+	specs []*sandbox.Spec
+}
+
+func (f *fakeBackend) Name() string { return "native" }
+
+func (f *fakeBackend) Probe(context.Context) sandbox.Report {
+	return sandbox.Report{Backend: "native", Available: true,
+		Checks:   []sandbox.Check{{Name: "user namespaces", OK: true, Detail: "yes"}, {Name: "cgroup", OK: true, Detail: "v1"}},
+		Warnings: []string{"fake isolation"}}
+}
+
+func (f *fakeBackend) last() *sandbox.Spec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.specs) == 0 {
+		return nil
+	}
+	return f.specs[len(f.specs)-1]
+}
+
+func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	f.mu.Lock()
+	f.specs = append(f.specs, spec)
+	f.mu.Unlock()
+	// Like a real backend, write the files into the workspace; the code is
+	// the source file, which a compiled program finds there.
+	for _, file := range spec.Files {
+		if err := os.WriteFile(filepath.Join(spec.Workspace, file.Path), file.Content, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	src, _ := filepath.Glob(filepath.Join(spec.Workspace, "main.*"))
+	if len(src) != 1 {
+		return nil, errors.New("no source in the workspace")
+	}
+	b, err := os.ReadFile(src[0])
+	if err != nil {
+		return nil, err
+	}
+	code := strings.TrimSpace(string(b))
+	res := &sandbox.Result{Status: sandbox.StatusOK, WallTime: 10 * time.Millisecond, CPUTime: 5 * time.Millisecond,
+		Samples: []sandbox.Sample{{At: 10 * time.Millisecond, CPUTime: 5 * time.Millisecond, Memory: 1 << 20}}}
+	if spec.Args[0] == "/usr/bin/fakecc" {
+		if code == "syntax error" {
+			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte("main.fkc:1: syntax error\n")
+		}
+		return res, nil
+	}
+	cmd, arg, _ := strings.Cut(code, " ")
+	switch cmd {
+	case "print":
+		res.Stdout = []byte(arg + "\n")
+	case "cat":
+		if spec.Stdin != nil {
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(spec.Stdin)
+			res.Stdout = b.Bytes()
+		}
+	case "exit":
+		n, _ := strconv.Atoi(arg)
+		res.Status, res.ExitCode = sandbox.StatusNonzeroExit, n
+	case "sleep":
+		res.Status, res.ExitCode, res.Signal, res.TimeLimit = sandbox.StatusTimeLimit, -1, syscall.SIGKILL, "wall"
+		res.Stdout = []byte("partial\n")
+	case "oom":
+		res.Status, res.ExitCode, res.Signal, res.MemoryExceeded = sandbox.StatusMemoryLimit, -1, syscall.SIGKILL, true
+	case "flood":
+		res.Status, res.ExitCode, res.Signal, res.StdoutTruncated = sandbox.StatusOutputLimit, -1, syscall.SIGKILL, true
+		res.Stdout = bytes.Repeat([]byte("y"), int(spec.Limits.OutputBytes))
+	case "segv":
+		res.Status, res.ExitCode, res.Signal = sandbox.StatusSignaled, -1, syscall.SIGSEGV
+	case "warn":
+		res.Warnings = []string{"memory limited by rlimits only"}
+	case "broken":
+		return nil, errors.New("unable to pivot_root")
+	}
+	if spec.Stdout != nil {
+		_, _ = spec.Stdout.Write(res.Stdout)
+	}
+	if spec.Stderr != nil {
+		_, _ = spec.Stderr.Write(res.Stderr)
+	}
+	return res, nil
+}
+
+// testApp is an App over a registry holding the fake as "native", with no
+// environment, so that nothing of the machine running the tests leaks in.
+type testApp struct {
+	App
+	fake           *fakeBackend
+	stdout, stderr *bytes.Buffer
+}
+
+func newApp(t *testing.T, stdin string) *testApp {
+	t.Helper()
+	fake := &fakeBackend{}
+	r := backend.NewRegistry()
+	r.Register("native", func(backend.Options) (sandbox.Backend, error) { return fake, nil })
+	r.Register("docker", func(backend.Options) (sandbox.Backend, error) { return nil, errors.New("no docker socket") })
+	ta := &testApp{fake: fake, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	ta.App = App{
+		Stdin:     strings.NewReader(stdin),
+		Stdout:    ta.stdout,
+		Stderr:    ta.stderr,
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Registry:  r,
+		Version:   "1.2.3",
+		Commit:    "abc123",
+	}
+	return ta
+}
+
+// run runs the command line with the fake languages configured.
+func (ta *testApp) run(args ...string) int {
+	if len(args) > 0 && args[0] != "version" && args[0] != "help" {
+		args = append([]string{args[0], "--config", filepath.Join("testdata", "fake.yaml")}, args[1:]...)
+	}
+	return ta.Run(context.Background(), args)
+}
+
+// source writes code to a file with the given name in a temporary
+// directory and returns its path.
+func source(t *testing.T, name, code string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
