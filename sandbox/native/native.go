@@ -120,6 +120,16 @@ func New(opts Options) (*Backend, error) {
 	}
 
 	b.cgroups, b.cgroupErr = cgroup.Detect(opts.Cgroup)
+	if b.cgroupErr == nil {
+		// A hierarchy can be there and still not be ours to write (an
+		// unprivileged user, no delegation): find out now, not per run.
+		g, err := b.cgroups.Create(fmt.Sprintf("probe-%d", os.Getpid()), cgroup.Limits{})
+		if err != nil {
+			b.cgroups, b.cgroupErr = nil, err
+		} else if err := g.Destroy(); err != nil {
+			b.cgroups, b.cgroupErr = nil, err
+		}
+	}
 	if b.cgroupErr != nil {
 		b.warnings = append(b.warnings, fmt.Sprintf(
 			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)",

@@ -1,0 +1,48 @@
+package native_test
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/native"
+)
+
+// The benchmarks run each program in the sandbox next to a bare fork/exec
+// of the same program, so that the overhead can be read as a difference
+// measured on the same machine at the same time. tools/sandboxbench gives
+// percentiles and concurrency.
+
+func benchSandbox(b *testing.B, warm int, args ...string) {
+	be, err := native.New(native.Options{Warm: warm})
+	if err != nil {
+		b.Skipf("native backend unavailable: %v", err)
+	}
+	defer be.Close()
+	spec := &sandbox.Spec{Args: args, Mounts: native.BaseMounts()}
+	for b.Loop() {
+		res, err := be.Run(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Status != sandbox.StatusOK {
+			b.Fatalf("status %s: %s", res.Status, res.Stderr)
+		}
+	}
+}
+
+func benchBare(b *testing.B, args ...string) {
+	for b.Loop() {
+		if err := exec.Command(args[0], args[1:]...).Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTrueBare(b *testing.B)      { benchBare(b, "/bin/true") }
+func BenchmarkTrueSandbox(b *testing.B)   { benchSandbox(b, 0, "/bin/true") }
+func BenchmarkTrueWarm(b *testing.B)      { benchSandbox(b, 2, "/bin/true") }
+func BenchmarkPythonBare(b *testing.B)    { benchBare(b, "/usr/bin/python3", "-c", "print('hi')") }
+func BenchmarkPythonSandbox(b *testing.B) { benchSandbox(b, 0, "/usr/bin/python3", "-c", "print('hi')") }
+func BenchmarkPythonWarm(b *testing.B)    { benchSandbox(b, 2, "/usr/bin/python3", "-c", "print('hi')") }
