@@ -40,9 +40,11 @@ func benchBare(b *testing.B, args ...string) {
 	}
 }
 
-func BenchmarkTrueBare(b *testing.B)      { benchBare(b, "/bin/true") }
-func BenchmarkTrueSandbox(b *testing.B)   { benchSandbox(b, 0, "/bin/true") }
-func BenchmarkTrueWarm(b *testing.B)      { benchSandbox(b, 2, "/bin/true") }
-func BenchmarkPythonBare(b *testing.B)    { benchBare(b, "/usr/bin/python3", "-c", "print('hi')") }
-func BenchmarkPythonSandbox(b *testing.B) { benchSandbox(b, 0, "/usr/bin/python3", "-c", "print('hi')") }
-func BenchmarkPythonWarm(b *testing.B)    { benchSandbox(b, 2, "/usr/bin/python3", "-c", "print('hi')") }
+func BenchmarkTrueBare(b *testing.B)    { benchBare(b, "/bin/true") }
+func BenchmarkTrueSandbox(b *testing.B) { benchSandbox(b, 0, "/bin/true") }
+func BenchmarkTrueWarm(b *testing.B)    { benchSandbox(b, 2, "/bin/true") }
+func BenchmarkPythonBare(b *testing.B)  { benchBare(b, "/usr/bin/python3", "-c", "print('hi')") }
+func BenchmarkPythonSandbox(b *testing.B) {
+	benchSandbox(b, 0, "/usr/bin/python3", "-c", "print('hi')")
+}
+func BenchmarkPythonWarm(b *testing.B) { benchSandbox(b, 2, "/usr/bin/python3", "-c", "print('hi')") }
