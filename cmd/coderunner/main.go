@@ -9,6 +9,10 @@ import (
 	"syscall"
 
 	"github.com/coderunner/coderunner/internal/cli"
+
+	// Backends register themselves with internal/backend; importing one
+	// builds it into the binary.
+	_ "github.com/coderunner/coderunner/sandbox/native"
 )
 
 // version and commit are set at build time:

@@ -85,6 +85,10 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.report(c, execute.SetupErrorResult(req, c.backend, err))
 	}
+	if cl, ok := b.(io.Closer); ok {
+		// Backends that keep sandboxes warm release them here.
+		defer cl.Close()
+	}
 	ex := execute.New(b, langs, execute.Options{
 		Logger:        log,
 		TempDir:       cfg.Backend.WorkDir,
