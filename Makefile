@@ -1,0 +1,37 @@
+# coderunner — every target is one line of what it does.
+GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+BIN     := bin/coderunner
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
+
+.PHONY: build run test lint bench fuzz deps clean
+
+build: ## build bin/coderunner
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
+
+run: build ## build, then run examples/hello.py in the sandbox
+	./$(BIN) run examples/hello.py
+
+test: ## vet and the whole test suite with the race detector (as root the privileged tests run too)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+lint: $(LINT) ## golangci-lint with the project's configuration
+	$(LINT) run ./...
+
+$(LINT):
+	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+
+bench: ## latency and throughput next to bare fork/exec (needs root and gcc)
+	scripts/bench.sh
+
+fuzz: ## each fuzzer for 20 seconds
+	scripts/fuzz.sh 20s
+
+deps: ## install the system packages the tests need (Debian; run as root)
+	scripts/install-deps.sh
+
+clean:
+	rm -rf bin

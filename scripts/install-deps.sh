@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the system packages coderunner's tests use, when missing.
+# Debian or Ubuntu, as root. Safe to run again.
+set -euo pipefail
+need=()
+command -v gcc >/dev/null || need+=(gcc)
+command -v g++ >/dev/null || need+=(g++)
+command -v python3 >/dev/null || [ -x /usr/bin/python3 ] || need+=(python3)
+[ -x /usr/bin/python3 ] || need+=(python3)
+if ((${#need[@]})); then
+	if [ "$(id -u)" != 0 ]; then
+		echo "install-deps: need root to install: ${need[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
