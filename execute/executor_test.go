@@ -428,3 +428,18 @@ func TestSetupErrorResult(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+func FuzzValidateSessionID(f *testing.F) {
+	for _, s := range []string{"abc", "../x", "a/b", "", strings.Repeat("a", 65), "ok_-9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if ValidateSessionID(id) != nil {
+			return
+		}
+		// An accepted id is always a single, plain path element.
+		if id == "" || len(id) > 64 || strings.ContainsAny(id, "/.\\\x00 ") {
+			t.Errorf("ValidateSessionID accepted %q", id)
+		}
+	})
+}

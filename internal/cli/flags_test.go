@@ -114,3 +114,31 @@ func TestReadBounded(t *testing.T) {
 		t.Errorf("over the bound: %v", err)
 	}
 }
+
+func FuzzParseArgs(f *testing.F) {
+	f.Add("--lang\x00py\x00-")
+	f.Add("a\x00--\x00--json")
+	f.Add("--json=false\x00x\x00--lang=--")
+	f.Fuzz(func(t *testing.T, joined string) {
+		args := strings.Split(joined, "\x00")
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.String("lang", "", "")
+		fs.Bool("json", false, "")
+		pos, err := parseArgs(fs, args)
+		if err != nil {
+			return
+		}
+		// Every positional argument comes from the input, in order.
+		i := 0
+		for _, p := range pos {
+			for i < len(args) && args[i] != p {
+				i++
+			}
+			if i == len(args) {
+				t.Fatalf("parseArgs(%q) = %q: %q is not an argument in order", args, pos, p)
+			}
+			i++
+		}
+	})
+}
