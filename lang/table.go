@@ -50,7 +50,7 @@ var parseEmbedded = sync.OnceValues(func() (recipeFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(embeddedRecipes))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return f, fmt.Errorf("%w: recipes.yaml: %v", ErrInvalidRecipe, err)
+		return f, fmt.Errorf("%w: recipes.yaml: %w", ErrInvalidRecipe, err)
 	}
 	return f, nil
 })

@@ -32,8 +32,8 @@ type Limits struct {
 	TmpSize int64
 }
 
+// Byte multiples for limits.
 const (
-	// KiB, MiB and GiB are byte multiples for limits.
 	KiB int64 = 1 << 10
 	MiB int64 = 1 << 20
 	GiB int64 = 1 << 30

@@ -71,7 +71,7 @@ func (s *Spec) Validate() error {
 	size := 0
 	for i, f := range s.Files {
 		if err := ValidRelativePath(f.Path); err != nil {
-			return fmt.Errorf("%w: Files[%d].Path: %v", ErrInvalidSpec, i, err)
+			return fmt.Errorf("%w: Files[%d].Path: %w", ErrInvalidSpec, i, err)
 		}
 		if f.Mode&^0o777 != 0 {
 			return fmt.Errorf("%w: Files[%d].Mode %v has bits other than permissions", ErrInvalidSpec, i, f.Mode)

@@ -15,7 +15,6 @@ type fake struct {
 	name   string
 	avail  bool
 	reason string
-	probe  bool
 	closed *int
 }
 

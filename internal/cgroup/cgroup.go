@@ -118,7 +118,8 @@ func validateName(name string) error {
 		return fmt.Errorf("%w: %q begins with a dot", ErrInvalidName, name)
 	}
 	if i := strings.IndexFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		return !ok
 	}); i >= 0 {
 		return fmt.Errorf("%w: %q has %q at byte %d (allowed: letters, digits, '-', '_', '.')", ErrInvalidName, name, name[i], i)
 	}

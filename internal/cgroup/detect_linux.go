@@ -97,7 +97,7 @@ func ownDir(root string, mounts []mount, match func(mount) bool, cg string) (str
 // mkdirBase creates the directory that holds the run groups, keeping one
 // left by an earlier run.
 func (m *Manager) mkdirBase(dir string, controllers []string) error {
-	err := os.Mkdir(dir, 0o755)
+	err := os.Mkdir(dir, 0o755) //nolint:gosec // cgroupfs directories are world-readable by design; the mode is ignored
 	switch {
 	case errors.Is(err, os.ErrExist):
 		return nil

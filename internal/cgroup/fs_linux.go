@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"os"
 	"time"
 	"unsafe"
@@ -54,7 +55,8 @@ var (
 // openat opens f beneath dirfd, retrying on EINTR.
 func openat(dirfd int, f ctl, flags int) (int, error) {
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(f.c)),
+		// f.c is a NUL-terminated name kept alive by the package-level ctl.
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(f.c)), //nolint:gosec // audited
 			uintptr(flags|unix.O_CLOEXEC), 0, 0, 0)
 		switch e {
 		case 0:
@@ -76,7 +78,7 @@ func writeAt(dirfd int, f ctl, val []byte) error {
 	defer unix.Close(fd)
 	for {
 		_, err = unix.Write(fd, val)
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			return err
 		}
 	}

@@ -91,7 +91,7 @@ func writeLangs(a *App, infos []langInfo) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, orDash(strings.Join(l.Aliases, ",")),
 			orDash(strings.Join(l.Extensions, ",")), yesNo(l.Compiled), avail, detail)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 }
 
 func orDash(s string) string {

@@ -107,7 +107,7 @@ func TestExampleCoversEveryKey(t *testing.T) {
 		for _, part := range strings.Split(key, ".") {
 			mm, ok := cur.(map[string]any)
 			if !ok {
-				cur = nil
+				t.Errorf("example: %s is not a section", key)
 				break
 			}
 			cur, ok = mm[part]

@@ -15,7 +15,7 @@ const envPrefix = "CODERUNNER_"
 // legacyEnv maps keys to the names the specifications and the contract
 // give their variables. They are read before the CODERUNNER_ names, which
 // therefore win.
-var legacyEnv = map[string]string{
+var legacyEnv = map[string]string{ //nolint:gosec // variable names, not credentials
 	"control_plane.url":          "CONTROL_PLANE_URL",
 	"control_plane.token":        "INTERNAL_API_TOKEN",
 	"control_plane.container_id": "CONTAINER_ID",

@@ -32,7 +32,7 @@ func Install(prog []unix.SockFilter) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	r, _, errno := unix.Syscall(unix.SYS_SECCOMP,
 		unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
-		uintptr(unsafe.Pointer(&fprog)))
+		uintptr(unsafe.Pointer(&fprog))) //nolint:gosec // the program outlives the call (KeepAlive below)
 	runtime.KeepAlive(prog)
 	if errno != 0 {
 		return fmt.Errorf("unable to install seccomp filter: %w", errno)

@@ -65,7 +65,6 @@ type Backend struct {
 	filter    []byte
 	etc       map[string][]byte
 	warnings  []string
-	usernsErr error
 
 	pool      *warmPool
 	closeOnce sync.Once
@@ -98,7 +97,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	prog, err := seccomp.Program()
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to build seccomp filter: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: unable to build seccomp filter: %w", sandbox.ErrUnavailable, err)
 	}
 	b.filter = seccomp.Marshal(prog)
 
@@ -108,15 +107,16 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.rootDir = filepath.Join(dir, "root")
 	// The init, running as an unprivileged host uid, must be able to
-	// reach the mount point.
-	if err := os.MkdirAll(b.rootDir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: unable to create %s: %v", sandbox.ErrUnavailable, b.rootDir, err)
+	// reach the mount point: it is an empty directory that only serves
+	// as a mount point inside each sandbox's own mount namespace.
+	if err := os.MkdirAll(b.rootDir, 0o755); err != nil { //nolint:gosec // see above
+		return nil, fmt.Errorf("%w: unable to create %s: %w", sandbox.ErrUnavailable, b.rootDir, err)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: unable to open up %s: %v", sandbox.ErrUnavailable, dir, err)
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // see above
+		return nil, fmt.Errorf("%w: unable to open up %s: %w", sandbox.ErrUnavailable, dir, err)
 	}
-	if err := os.Chmod(b.rootDir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: unable to open up %s: %v", sandbox.ErrUnavailable, b.rootDir, err)
+	if err := os.Chmod(b.rootDir, 0o755); err != nil { //nolint:gosec // see above
+		return nil, fmt.Errorf("%w: unable to open up %s: %w", sandbox.ErrUnavailable, b.rootDir, err)
 	}
 
 	b.cgroups, b.cgroupErr = cgroup.Detect(opts.Cgroup)

@@ -92,7 +92,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 			CPUs:      lim.CPUs,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 		r.group = g
 	}
@@ -108,7 +108,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}
 	if r.group != nil {
 		if err := r.group.Add(proc.Pid); err != nil {
-			return abort(fmt.Errorf("%w: %v", sandbox.ErrSetup, err))
+			return abort(fmt.Errorf("%w: %w", sandbox.ErrSetup, err))
 		}
 	}
 
@@ -132,7 +132,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	// The config is also the go signal: the init blocks on it, so the
 	// program cannot start before it is in its cgroup.
 	if _, err := sp.config.Write(r.setup.buf); err != nil && !errors.Is(err, syscall.EPIPE) {
-		return abort(fmt.Errorf("%w: unable to send sandbox setup: %v", sandbox.ErrSetup, err))
+		return abort(fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err))
 	}
 	_ = sp.config.Close()
 	start := time.Now()
@@ -194,7 +194,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if r.group != nil {
 		st, err := r.group.Stats()
 		if err != nil {
-			return nil, fmt.Errorf("%w: unable to read cgroup: %v", sandbox.ErrSetup, err)
+			return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
 		}
 		res.CPUTime = st.CPU
 		res.PeakMemory = st.PeakMemory
@@ -259,7 +259,7 @@ func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, r
 	case res.MemoryExceeded && res.Signal == syscall.SIGKILL:
 		res.Status = sandbox.StatusMemoryLimit
 	case !known:
-		return fmt.Errorf("%w: %v (%v)", sandbox.ErrSetup, errInitDied, state)
+		return fmt.Errorf("%w: %w (%v)", sandbox.ErrSetup, errInitDied, state)
 	case res.Signal != 0:
 		res.Status = sandbox.StatusSignaled
 	case res.ExitCode != 0:
@@ -392,12 +392,12 @@ func (r *run) mount(m sandbox.Mount) error {
 	target := m.TargetPath()
 	fi, err := os.Lstat(m.Source)
 	if err != nil {
-		return fmt.Errorf("%w: mount source: %v", sandbox.ErrSetup, err)
+		return fmt.Errorf("%w: mount source: %w", sandbox.ErrSetup, err)
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		link, err := os.Readlink(m.Source)
 		if err != nil {
-			return fmt.Errorf("%w: mount source: %v", sandbox.ErrSetup, err)
+			return fmt.Errorf("%w: mount source: %w", sandbox.ErrSetup, err)
 		}
 		r.setup.op(nsinit.OpSymlink, link, target)
 		return nil

@@ -50,7 +50,7 @@ func (b *Backend) spawn() (_ *started, retErr error) {
 	for i := range 5 {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, fmt.Errorf("%w: unable to create pipe: %v", sandbox.ErrSetup, err)
+			return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
 		}
 		if i == 0 || i == 3 {
 			child, parent = append(child, r), append(parent, w)
@@ -65,7 +65,7 @@ func (b *Backend) spawn() (_ *started, retErr error) {
 		Sys:   b.sysProcAttr(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to start sandbox init: %v", sandbox.ErrSetup, err)
+		return nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
 	}
 	s := &started{
 		proc:   proc,

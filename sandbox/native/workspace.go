@@ -26,18 +26,18 @@ func (r *run) hostWorkspace() error {
 	s, b := r.spec, r.b
 	fd, err := unix.Open(s.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("%w: unable to open workspace %s: %v", sandbox.ErrSetup, s.Workspace, err)
+		return fmt.Errorf("%w: unable to open workspace %s: %w", sandbox.ErrSetup, s.Workspace, err)
 	}
 	dir := r.keep(os.NewFile(uintptr(fd), s.Workspace))
 	uid := b.hostUserID()
 	if b.privileged {
 		if err := unix.Fchown(fd, uid, uid); err != nil {
-			return fmt.Errorf("%w: unable to hand the workspace to the sandbox user: %v", sandbox.ErrSetup, err)
+			return fmt.Errorf("%w: unable to hand the workspace to the sandbox user: %w", sandbox.ErrSetup, err)
 		}
 	}
 	for _, f := range s.Files {
 		if err := writeBeneath(fd, f, uid, b.privileged); err != nil {
-			return fmt.Errorf("%w: unable to write %s into the workspace: %v", sandbox.ErrSetup, f.Path, err)
+			return fmt.Errorf("%w: unable to write %s into the workspace: %w", sandbox.ErrSetup, f.Path, err)
 		}
 	}
 	_ = dir
@@ -107,7 +107,7 @@ func mkdirBeneath(dirfd int, rel string, uid int, chown bool) (int, error) {
 		created := err == nil
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			if cur != dirfd {
-				unix.Close(cur)
+				_ = unix.Close(cur)
 			}
 			return -1, err
 		}
@@ -116,14 +116,14 @@ func mkdirBeneath(dirfd int, rel string, uid int, chown bool) (int, error) {
 			Resolve: beneath,
 		})
 		if cur != dirfd {
-			unix.Close(cur)
+			_ = unix.Close(cur)
 		}
 		if err != nil {
 			return -1, err
 		}
 		if created && chown {
 			if err := unix.Fchown(next, uid, uid); err != nil {
-				unix.Close(next)
+				_ = unix.Close(next)
 				return -1, err
 			}
 		}

@@ -480,7 +480,7 @@ func (s *suite) testNetwork(t *testing.T) {
 	accepted := make(chan struct{}, 1)
 	go func() {
 		if c, err := ln.Accept(); err == nil {
-			c.Close()
+			_ = c.Close()
 			accepted <- struct{}{}
 		}
 	}()
