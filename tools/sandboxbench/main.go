@@ -1,0 +1,181 @@
+// Command sandboxbench measures the latency and throughput of sandboxed runs
+// next to bare fork/exec runs of the same programs, in the same process and
+// at the same time, and prints percentiles and the overhead.
+//
+// Usage: sandboxbench [-n 300] [-warm 2] [-c 1,2]
+//
+// It needs what the native backend needs (root, or user namespaces) and gcc
+// for the C hello-world. Every loop is bounded by -n.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/native"
+)
+
+type workload struct {
+	name string
+	args []string
+	// mounts adds host paths the program needs inside the sandbox.
+	mounts []sandbox.Mount
+}
+
+func main() {
+	n := flag.Int("n", 300, "runs per measurement (at most 100000)")
+	warm := flag.Int("warm", 2, "sandboxes started ahead of need in the warm configuration")
+	conc := flag.String("c", "1,2", "comma-separated concurrency levels")
+	flag.Parse()
+	if *n < 10 || *n > 100000 {
+		fail("-n must be between 10 and 100000")
+	}
+	var levels []int
+	for _, f := range strings.Split(*conc, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 || c > 64 {
+			fail("-c takes concurrency levels between 1 and 64")
+		}
+		levels = append(levels, c)
+	}
+
+	dir, err := os.MkdirTemp("", "sandboxbench-")
+	if err != nil {
+		fail(err.Error())
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fail(err.Error())
+	}
+	hello := filepath.Join(dir, "hello")
+	src := filepath.Join(dir, "hello.c")
+	if err := os.WriteFile(src, []byte("#include <stdio.h>\nint main(void){puts(\"Hello, World!\");return 0;}\n"), 0o644); err != nil {
+		fail(err.Error())
+	}
+	if out, err := exec.Command("gcc", "-O2", "-o", hello, src).CombinedOutput(); err != nil {
+		fail(fmt.Sprintf("gcc: %v: %s", err, out))
+	}
+
+	workloads := []workload{
+		{name: "trivial (/bin/true)", args: []string{"/bin/true"}},
+		{name: "C hello-world", args: []string{"/opt/hello"}, mounts: []sandbox.Mount{{Source: hello, Target: "/opt/hello"}}},
+		{name: "Python hello-world", args: []string{"/usr/bin/python3", "-c", "print('Hello, World!')"}},
+	}
+	cold, err := native.New(native.Options{})
+	if err != nil {
+		fail(err.Error())
+	}
+	hot, err := native.New(native.Options{Warm: *warm})
+	if err != nil {
+		fail(err.Error())
+	}
+	defer hot.Close()
+
+	fmt.Printf("%d runs per row; latency in ms; overhead = sandbox - bare at the same percentile\n\n", *n)
+	fmt.Printf("%-22s %-18s %2s %8s %8s %8s %9s %10s %10s\n", "program", "how", "c", "p50", "p95", "p99", "runs/s", "+p50", "+p95")
+	for _, w := range workloads {
+		for _, c := range levels {
+			bareHost := w.args
+			if w.mounts != nil {
+				bareHost = []string{hello}
+			}
+			bare := measure(*n, c, func() error { return exec.Command(bareHost[0], bareHost[1:]...).Run() })
+			row(w.name, "bare fork/exec", c, bare, nil)
+			spec := &sandbox.Spec{Args: w.args, Mounts: append(native.BaseMounts(), w.mounts...)}
+			for _, b := range []struct {
+				name string
+				be   *native.Backend
+			}{{"sandbox", cold}, {fmt.Sprintf("sandbox, warm %d", *warm), hot}} {
+				st := measure(*n, c, func() error {
+					res, err := b.be.Run(context.Background(), spec)
+					if err == nil && res.Status != sandbox.StatusOK {
+						err = fmt.Errorf("status %s: %s", res.Status, res.Stderr)
+					}
+					return err
+				})
+				row(w.name, b.name, c, st, &bare)
+			}
+		}
+		fmt.Println()
+	}
+}
+
+type stats struct {
+	lat  []time.Duration
+	rate float64
+}
+
+func (s stats) pct(p float64) time.Duration {
+	i := int(p * float64(len(s.lat)-1))
+	return s.lat[i]
+}
+
+func measure(n, conc int, f func() error) stats {
+	// One untimed run per worker warms caches.
+	for range conc {
+		if err := f(); err != nil {
+			fail(err.Error())
+		}
+	}
+	lat := make([]time.Duration, n)
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				t := time.Now()
+				err := f()
+				lat[i] = time.Since(t)
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		fail(firstErr.Error())
+	}
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	return stats{lat: lat, rate: float64(n) / elapsed.Seconds()}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+
+func row(name, how string, c int, s stats, bare *stats) {
+	extra := ""
+	if bare != nil {
+		extra = fmt.Sprintf(" %+10.2f %+10.2f", float64(s.pct(.5)-bare.pct(.5))/1e6, float64(s.pct(.95)-bare.pct(.95))/1e6)
+	}
+	fmt.Printf("%-22s %-18s %2d %8s %8s %8s %9.0f%s\n", name, how, c, ms(s.pct(.5)), ms(s.pct(.95)), ms(s.pct(.99)), s.rate, extra)
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "sandboxbench:", msg)
+	os.Exit(1)
+}
