@@ -103,3 +103,115 @@ func TestCollectArtifactsMissingDir(t *testing.T) {
 		t.Error("no error for a missing workspace")
 	}
 }
+
+func TestCollectArtifactsLimits(t *testing.T) {
+	mk := func(t *testing.T, files map[string]string) string {
+		t.Helper()
+		dir := t.TempDir()
+		for rel, content := range files {
+			p := filepath.Join(dir, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	deep := strings.Repeat("d/", 10) + "f.txt"
+	for _, tc := range []struct {
+		name      string
+		files     map[string]string
+		lim       ArtifactLimits
+		want      []string
+		noSumFrom string // artifacts from this path on have no checksum
+	}{
+		{"depth", map[string]string{"a.txt": "1", deep: "2"}, ArtifactLimits{MaxDepth: 5}, []string{"a.txt"}, ""},
+		{"deep enough", map[string]string{deep: "2"}, ArtifactLimits{MaxDepth: 20}, []string{deep}, ""},
+		{"files", map[string]string{"a": "", "b": "", "c": ""}, ArtifactLimits{MaxFiles: 2}, []string{"a", "b"}, ""},
+		{"entries", map[string]string{"a": "", "b": "", "c": "", "d": ""}, ArtifactLimits{MaxEntries: 2}, nil, ""},
+		{"hash budget", map[string]string{"a.csv": "12345", "b.csv": "67890"}, ArtifactLimits{MaxHashBytes: 7}, []string{"a.csv", "b.csv"}, "b.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arts, err := CollectArtifactsWith(mk(t, tc.files), nil, tc.lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, a := range arts {
+				paths = append(paths, a.Path)
+				noSum := tc.noSumFrom != "" && a.Path >= tc.noSumFrom
+				if (a.Checksum == "") != noSum {
+					t.Errorf("%s: checksum %q, want empty: %v", a.Path, a.Checksum, noSum)
+				}
+				if a.MimeType == "" {
+					t.Errorf("%s: no mime type", a.Path)
+				}
+			}
+			if !slices.Equal(paths, tc.want) {
+				t.Errorf("artifacts %v, want %v", paths, tc.want)
+			}
+		})
+	}
+}
+
+func TestMimeType(t *testing.T) {
+	for _, tc := range []struct{ name, head, want string }{
+		{"out.csv", "a,b", "text/csv"},
+		{"REPORT.PDF", "%PDF-1.4", "application/pdf"},
+		{"data.json", "{}", "application/json"},
+		{"page.html", "<html>", "text/html"},
+		{"noext", "%PDF-1.7 rest", "application/pdf"},
+		{"noext", "hello world", "text/plain"},
+		{"noext", "\x89PNG\r\n\x1a\n", "image/png"},
+		{"x.unknownext", "\x00\x01", "application/octet-stream"},
+	} {
+		if got := mimeType(tc.name, []byte(tc.head)); got != tc.want {
+			t.Errorf("mimeType(%q, %q) = %q, want %q", tc.name, tc.head, got, tc.want)
+		}
+	}
+}
+
+func TestCollectArtifactsSwappedDir(t *testing.T) {
+	// A directory replaced by a link to the host between listing and open
+	// must not be entered: the link is seen as a link and skipped.
+	dir := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/proc/self/root/etc", filepath.Join(dir, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	arts, err := CollectArtifacts(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(arts) != 0 {
+		t.Errorf("artifacts through links: %+v", arts)
+	}
+}
+
+func BenchmarkCollectArtifacts1000(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 1000 {
+		sub := filepath.Join(dir, "d"+strconv.Itoa(i%10))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "f"+strconv.Itoa(i)+".csv"), []byte(strings.Repeat("x,y\n", 256)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		arts, err := CollectArtifacts(dir, nil)
+		if err != nil || len(arts) != 1000 {
+			b.Fatalf("%d artifacts, %v", len(arts), err)
+		}
+	}
+}

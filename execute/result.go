@@ -131,8 +131,9 @@ type Artifact struct {
 	Type string `json:"type"`
 	// CreatedAt is the file's modification time.
 	CreatedAt time.Time `json:"created_at"`
-	// Checksum is "sha256:" and the hex digest of the content.
-	Checksum string `json:"checksum"`
+	// Checksum is "sha256:" and the hex digest of the content; empty when
+	// the scan's hashing budget (ArtifactLimits.MaxHashBytes) ran out.
+	Checksum string `json:"checksum,omitempty"`
 }
 
 func applied(l ExecutionLimits) LimitsApplied {
