@@ -1,0 +1,52 @@
+// Package runner is the judge's engine on a real sandbox backend: it
+// prepares programs of every language of the language table (package
+// lang) and runs them in a sandbox.Backend.
+//
+// Prepare looks the language up, makes sure its toolchain is there, and,
+// for a compiled language, compiles the code in the sandbox: no network,
+// the toolchain read-only, a fresh host directory (mode 0700, removed
+// after) as the only writable workspace, and the compile limits
+// (DefaultCompileLimits: 30 s, 512 MB), never the program's. A compilation
+// that fails, times out, runs out of memory or prints too much is a
+// *judge.CompileError carrying the compiler's diagnostics; a failure of the
+// sandbox is a plain error.
+//
+// What the compiler left in its workspace (the binary, Java's class files)
+// is copied into a compile cache, opening every name beneath the workspace
+// with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), taking regular files
+// and directories only, within 256 MB: the host never follows a link the
+// sandbox planted. An entry is keyed by the SHA-256 of the language, the
+// toolchain's version, the compile argv and environment and the source
+// (KeyInput), written to a temporary directory and renamed into place, so
+// that no one sees half an entry, and never changed after. The cache is
+// bounded by Options.CacheMaxBytes with least-recently-used eviction (an
+// entry's directory mtime is its last use); a Program holds a shared flock
+// on its entry, and eviction skips entries held by any process. A second
+// Prepare of the same source does not compile again, and concurrent ones
+// compile once.
+//
+// Program.Run mounts the entry read-only at ProgramDir (/opt/program) and
+// runs the recipe's run argv there, with a fresh private /workspace as
+// working directory; an interpreted program's source is written into that
+// workspace. The run gets exactly the caller's limits, raised only where
+// a runtime needs more processes (a JVM's threads).
+//
+// Some languages need more than their recipe says; runner keeps a small
+// table of these (tuning.go), keyed by language id:
+//
+//   - java: at least 64 processes (threads), and -Xmx below the memory
+//     limit (the limit less the JVM's own ~40 MB, at most 80 %) with
+//     -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto
+//     -XX:-UsePerfData, so that a program that fills its heap fails with
+//     java.lang.OutOfMemoryError (which the judge reports as
+//     memory_exceeded) rather than being killed by the cgroup.
+//   - go: a private, writable GOCACHE in the compile workspace, seeded
+//     with the standard library. The first Go compile of a toolchain
+//     builds the seed once (about half a minute) and keeps it in the cache
+//     directory as go-seed-<version>-<hash>; later compiles start from a
+//     copy (hard links as root) and take about a second. GOPROXY=off.
+//
+// The cache directory must be reachable by the sandbox's users, since
+// entries are bind-mounted from it: as root the default is
+// /var/cache/coderunner, never under /root.
+package runner

@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sync"
+
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// ErrClosed is returned by Program.Run after Close.
+var ErrClosed = errors.New("program is closed")
+
+// Program is a prepared program: the source of an interpreted language,
+// or a compiled program held in the cache (which does not evict it until
+// Close). It is safe for concurrent use.
+type Program struct {
+	r        *Runner
+	lang     *lang.Language
+	language string // as the caller named it
+	source   string // file name
+	class    string
+	code     []byte // interpreted languages only
+	entry    *entry // compiled languages only
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+var _ judge.Program = (*Program)(nil)
+
+// Language returns the id of the program's language.
+func (p *Program) Language() string { return p.lang.ID }
+
+// Compiled reports whether the program was compiled.
+func (p *Program) Compiled() bool { return p.entry != nil }
+
+// Run runs the program once with stdin as its standard input and limits
+// as its limits; see judge.Program. The compiled program is mounted
+// read-only at ProgramDir; /workspace is a fresh private directory. The
+// process limit is raised to what the language's runtime needs (a JVM's
+// threads), and a JVM gets a heap below the memory limit.
+func (p *Program) Run(ctx context.Context, stdin []byte, limits sandbox.Limits) (*sandbox.Result, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	return p.r.backend.Run(ctx, p.spec(stdin, limits))
+}
+
+// Spec returns the sandbox spec Run would run. Callers that need more
+// than Run offers (streaming output, sampling) run it themselves while
+// the Program is open.
+func (p *Program) Spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
+	return p.spec(stdin, limits)
+}
+
+func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
+	l := p.lang
+	t := tunings[l.ID]
+	eff := limits.WithDefaults()
+	if t.minProcesses > eff.Processes {
+		limits.Processes = t.minProcesses
+	}
+	memMB := int(eff.Memory / sandbox.MiB)
+	spec := &sandbox.Spec{
+		Env:    environment(l.Env),
+		Dir:    sandbox.WorkspaceDir,
+		Mounts: slices.Clone(l.Mounts),
+		Limits: limits,
+	}
+	vars := lang.Vars{Class: p.class, MemoryMB: memMB}
+	if p.entry != nil {
+		// The compile step's workspace is the run's ProgramDir.
+		vars.Workspace = ProgramDir
+		vars.Source = path.Join(ProgramDir, p.source)
+		vars.Binary = path.Join(ProgramDir, lang.DefaultBinary)
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: p.entry.dir, Target: ProgramDir})
+	} else {
+		vars.Source = path.Join(sandbox.WorkspaceDir, p.source)
+		spec.Files = []sandbox.File{{Path: p.source, Content: p.code, Mode: 0o644}}
+	}
+	spec.Args = t.tuneArgs(l.RunArgs(vars), memMB)
+	if len(stdin) > 0 {
+		spec.Stdin = bytes.NewReader(stdin)
+	}
+	return spec
+}
+
+// Close releases the program's cache entry, which may then be evicted. It
+// waits for runs under way and is safe to call more than once.
+func (p *Program) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	if p.entry != nil {
+		if err := p.entry.release(); err != nil {
+			return fmt.Errorf("unable to release the cache entry: %w", err)
+		}
+	}
+	return nil
+}
