@@ -1,0 +1,318 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+//go:embed wrappers/handler.py
+var pythonWrapper []byte
+
+//go:embed wrappers/handler.js
+var javascriptWrapper []byte
+
+// wrapperDir holds the executor's own files in the workspace. It is hidden,
+// so never listed as artifacts.
+const wrapperDir = ".coderunner"
+
+// DefaultMaxOutputBytes caps stdout and stderr, each (spec 002: 10 MB).
+const DefaultMaxOutputBytes = 10 << 20
+
+// DefaultLimits are the limits of a run that a request does not set. The
+// wall and CPU time come from the request's timeout.
+var DefaultLimits = sandbox.Limits{
+	Memory:      256 * sandbox.MiB,
+	CPUs:        1,
+	Processes:   64,
+	OutputBytes: DefaultMaxOutputBytes,
+}
+
+// ErrShutdown is the cause an executor's caller gives the context of
+// runs it cancels because the service is stopping; those runs are
+// reported crashed.
+var ErrShutdown = errors.New("executor shutting down")
+
+// Options configures an Executor. The zero value is usable.
+type Options struct {
+	// Logger receives the executor's logs; nil discards them.
+	Logger *slog.Logger
+	// WorkDir is the host directory under which each run's workspace is
+	// made; empty means os.TempDir().
+	WorkDir string
+	// Limits are the limits of a run; zero fields take DefaultLimits,
+	// then sandbox.DefaultLimits. WallTime and CPUTime are ignored: the
+	// request's timeout sets both.
+	Limits sandbox.Limits
+	// NoTmpfs keeps workspaces on WorkDir's file system even when the
+	// process may mount a size-capped tmpfs on them.
+	NoTmpfs bool
+}
+
+// Executor runs spec 002 executions in one sandbox backend. It is safe for
+// concurrent use.
+type Executor struct {
+	backend sandbox.Backend
+	langs   *lang.Table
+	log     *slog.Logger
+	workDir string
+	limits  sandbox.Limits
+	noTmpfs bool
+	// nonce draws the tag of a run's result block; tests replace it.
+	nonce    func() string
+	warnOnce sync.Once
+}
+
+// New returns an Executor that runs code in backend with the recipes of
+// langs.
+func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
+	e := &Executor{
+		backend: backend,
+		langs:   langs,
+		log:     opts.Logger,
+		workDir: opts.WorkDir,
+		noTmpfs: opts.NoTmpfs,
+		nonce:   newNonce,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.workDir == "" {
+		e.workDir = os.TempDir()
+	}
+	l := opts.Limits
+	d := DefaultLimits
+	if l.Memory == 0 {
+		l.Memory = d.Memory
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	if l.Processes == 0 {
+		l.Processes = d.Processes
+	}
+	if l.OutputBytes == 0 {
+		l.OutputBytes = d.OutputBytes
+	}
+	e.limits = l.WithDefaults()
+	return e
+}
+
+// Backend is the name of the sandbox backend the executor runs code in.
+func (e *Executor) Backend() string { return e.backend.Name() }
+
+// Run executes a request that DecodeRequest accepted. It always returns a
+// result: whatever happens, a failing sandbox included, is in its status.
+// When ctx is cancelled the program is killed and the result is crashed,
+// its error naming the cancellation's cause.
+func (e *Executor) Run(ctx context.Context, req Request) *Result {
+	log := e.log.With("execution_id", req.ExecutionID)
+	start := time.Now()
+	res, err := e.run(ctx, req, log)
+	switch {
+	case ctx.Err() != nil:
+		res = CrashedResult(req.ExecutionID, fmt.Sprintf("execution interrupted: %v", context.Cause(ctx)))
+	case err != nil:
+		log.Error("execution failed", "event", "sandbox_error", "error", err)
+		res = ErrorResult(req.ExecutionID, fmt.Sprintf("sandbox failed: %v", err))
+	}
+	log.Info("execution finished", "event", "execution_finished", "language", req.Language,
+		"status", res.Status, "exit_code", res.ExitCode, "artifacts", len(res.Artifacts),
+		"metrics", res.Metrics, "elapsed_ms", time.Since(start).Milliseconds())
+	return res
+}
+
+// run does the work of Run; an error means the sandbox failed.
+func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Result, error) {
+	l, err := e.langs.Lookup(req.Language)
+	if err != nil {
+		return nil, err
+	}
+	if tc := l.Discover(ctx); !tc.Available {
+		return nil, fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	}
+
+	ws, release, err := e.workspace(log)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	source := l.SourceName(req.Code)
+	files := []sandbox.File{{Path: source, Content: []byte(req.Code), Mode: 0o644}}
+	args := l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)})
+	var stdin []byte
+	var nonce string
+	if req.usesHandler() {
+		wrapper, name := pythonWrapper, "wrapper.py"
+		if l.ID == "javascript" {
+			wrapper, name = javascriptWrapper, "wrapper.js"
+		}
+		rel := path.Join(wrapperDir, name)
+		files = append(files, sandbox.File{Path: rel, Content: wrapper, Mode: 0o644})
+		args = append(l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, rel)}), path.Join(sandbox.WorkspaceDir, source))
+		nonce = e.nonce()
+		stdin = header(nonce, req.Event)
+	}
+	stdin = append(stdin, req.Stdin...)
+
+	limits := e.limits
+	limits.WallTime = req.Duration()
+	limits.CPUTime = req.Duration()
+	spec := &sandbox.Spec{
+		Args:      args,
+		Env:       execute.Environment(l.Env),
+		Dir:       sandbox.WorkspaceDir,
+		Mounts:    slices.Clone(l.Mounts),
+		Workspace: ws,
+		Files:     files,
+		Limits:    limits,
+	}
+	if len(stdin) > 0 {
+		spec.Stdin = bytes.NewReader(stdin)
+	}
+	sr, err := e.backend.Run(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	res := e.verdict(req, sr, nonce, log)
+	own := map[string]bool{source: true}
+	res.Artifacts, err = execute.CollectArtifactsWith(ws, func(rel string) bool { return own[rel] }, execute.ArtifactLimits{})
+	if err != nil {
+		// The program's result stands; a workspace it made unlistable
+		// only costs it its artifact list.
+		log.Warn("unable to list artifacts", "event", "artifacts_failed", "error", err)
+	}
+	if res.Artifacts == nil {
+		res.Artifacts = []execute.Artifact{}
+	}
+	return res, nil
+}
+
+// verdict translates the sandbox's result into spec 002's.
+func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *slog.Logger) *Result {
+	stdout := sr.Stdout
+	var b *block
+	if nonce != "" {
+		stdout, b = extractBlock(stdout, nonce)
+	}
+	res := &Result{
+		ExecutionID:   req.ExecutionID,
+		Stdout:        string(stdout),
+		Stderr:        string(sr.Stderr),
+		ExitCode:      sr.ExitCode,
+		ExecutionTime: round(sr.WallTime.Seconds(), 3),
+		ReturnValue:   nil,
+		Metrics: Metrics{
+			DurationMS:   round(float64(sr.WallTime)/float64(time.Millisecond), 3),
+			CPUTimeMS:    round(float64(sr.CPUTime)/float64(time.Millisecond), 3),
+			PeakMemoryMB: round(float64(sr.PeakMemory)/float64(sandbox.MiB), 2),
+		},
+	}
+	if sr.Signal != 0 {
+		res.ExitCode = exitSignalBase + int(sr.Signal)
+	}
+	for stream, cut := range map[string]bool{"stdout": sr.StdoutTruncated, "stderr": sr.StderrTruncated} {
+		if cut {
+			log.Warn("output truncated", "event", "output_truncated", "stream", stream, "cap_bytes", e.limits.OutputBytes)
+		}
+	}
+	fail := func(status Status, msg string) {
+		res.Status = status
+		res.Error = &msg
+	}
+	switch sr.Status {
+	case sandbox.StatusOK:
+		res.Status = StatusSuccess
+		if b != nil && b.OK {
+			var v bytes.Buffer
+			if json.Compact(&v, b.Value) == nil {
+				res.ReturnValue = v.Bytes()
+			}
+		}
+	case sandbox.StatusNonzeroExit:
+		fail(StatusFailed, fmt.Sprintf("process exited with code %d", sr.ExitCode))
+	case sandbox.StatusSignaled:
+		fail(StatusFailed, fmt.Sprintf("process killed by signal %d", int(sr.Signal)))
+	case sandbox.StatusTimeLimit:
+		msg := fmt.Sprintf("timed out after %d s", req.Timeout)
+		if sr.TimeLimit == "cpu" {
+			msg = fmt.Sprintf("timed out after %d s of CPU time", req.Timeout)
+		}
+		if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
+			res.Stderr += "\n"
+		}
+		res.Stderr += "Execution " + msg + "\n"
+		res.ExitCode = ExitNone
+		fail(StatusTimeout, "execution "+msg)
+	case sandbox.StatusMemoryLimit:
+		fail(StatusFailed, fmt.Sprintf("memory limit of %d MB exceeded", e.limits.Memory/sandbox.MiB))
+	case sandbox.StatusOutputLimit:
+		fail(StatusFailed, fmt.Sprintf("output limit exceeded: each stream is capped at %d bytes", e.limits.OutputBytes))
+	default:
+		res.ExitCode = ExitNone
+		fail(StatusError, fmt.Sprintf("sandbox reported an unknown status %q", sr.Status))
+	}
+	if b != nil && !b.OK && (sr.Status == sandbox.StatusNonzeroExit || sr.Status == sandbox.StatusOK) {
+		// The wrapper said why the code failed; missing handlers and
+		// values that are not JSON are errors of the request, not of a
+		// run (FR-018).
+		switch b.Kind {
+		case kindMissingHandler, kindNotSerializable:
+			fail(StatusError, b.Error)
+		default:
+			fail(StatusFailed, b.Error)
+		}
+	}
+	return res
+}
+
+// workspace makes a fresh host directory for one run, size-capped where
+// possible, and the function that removes it.
+func (e *Executor) workspace(log *slog.Logger) (string, func(), error) {
+	ws, err := os.MkdirTemp(e.workDir, "coderunner-exec-")
+	if err != nil {
+		return "", nil, fmt.Errorf("unable to create the workspace: %w", err)
+	}
+	unmount := func() error { return nil }
+	if !e.noTmpfs {
+		u, err := capWorkspace(ws, e.limits.WorkspaceSize)
+		if err != nil {
+			e.warnOnce.Do(func() {
+				e.log.Warn("workspaces are not size-capped: mounting a tmpfs failed; only the per-file size limit applies",
+					"event", "workspace_uncapped", "error", err)
+			})
+		} else {
+			unmount = u
+		}
+	}
+	return ws, func() {
+		if err := unmount(); err != nil {
+			log.Warn("unable to unmount a workspace", "path", ws, "error", err)
+		}
+		// os.RemoveAll does not follow the symbolic links the program left.
+		if err := os.RemoveAll(ws); err != nil {
+			log.Warn("unable to remove a workspace", "path", ws, "error", err)
+		}
+	}, nil
+}
+
+func round(f float64, digits int) float64 {
+	p := math.Pow10(digits)
+	return math.Round(f*p) / p
+}
