@@ -196,6 +196,11 @@ func compileError(res *sandbox.Result, limits sandbox.Limits) *judge.CompileErro
 	case sandbox.StatusSignaled:
 		reason = fmt.Sprintf("Compiler killed by signal %d (%v)", int(res.Signal), res.Signal)
 	}
+	if reason == "" && res.MemoryExceeded {
+		// The kernel killed one of the compiler's processes (cc1) and the
+		// driver reported it.
+		reason = fmt.Sprintf("Compilation exceeded the memory limit of %d MB", limits.Memory/sandbox.MiB)
+	}
 	diag := combine(res.Stderr, res.Stdout)
 	out := diag
 	switch {

@@ -13,7 +13,7 @@ import (
 // twoSumTests: right, wrong, crashing, looping, memory-hungry and not
 // compiling (empty for interpreted languages).
 type programs struct {
-	lang                                                 string
+	lang                                            string
 	accepted, wrong, crash, loop, hog, compileError string
 }
 
