@@ -168,7 +168,9 @@ func TestConcurrentPrepare(t *testing.T) {
 	progs := make([]judge.Program, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { progs[i], errs[i] = r.Prepare(context.Background(), "cpp", "#include <cstdio>\nint main() { std::puts(\"same\"); }\n") })
+		wg.Go(func() {
+			progs[i], errs[i] = r.Prepare(context.Background(), "cpp", "#include <cstdio>\nint main() { std::puts(\"same\"); }\n")
+		})
 	}
 	wg.Wait()
 	for i := range n {
