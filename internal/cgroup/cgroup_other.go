@@ -41,3 +41,6 @@ func (g *Group) Kill() error { return nil }
 
 // Destroy does nothing.
 func (g *Group) Destroy() error { return nil }
+
+// Update applies limits to a group; see the Linux implementation.
+func (g *Group) Update(Limits) error { return ErrUnavailable }

@@ -444,3 +444,52 @@ func FuzzReadPids(f *testing.F) {
 		}
 	})
 }
+
+// TestUpdate limits groups created without limits, as the native backend
+// does for groups made ahead of need: the files end as Create would write
+// them.
+func TestUpdate(t *testing.T) {
+	l := Limits{Memory: 64 << 20, Processes: 32, CPUs: 0.5}
+	t.Run("v2", func(t *testing.T) {
+		f, opts := v2Tree(t)
+		m := mustDetect(t, opts)
+		g, err := m.Create("run-1", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Update(l); err != nil {
+			t.Fatal(err)
+		}
+		want := f.files(nil)
+		maps.Copy(want, map[string]string{"memory.max": "67108864", "memory.swap.max": "0", "pids.max": "32", "cpu.max": "50000 100000"})
+		if got := f.dirFiles(v2Base + "/run-1"); !maps.Equal(got, want) {
+			t.Errorf("files after Update:\n got %v\nwant %v", got, want)
+		}
+		if err := g.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Update(l); !errors.Is(err, ErrDestroyed) {
+			t.Errorf("Update after Destroy: %v, want ErrDestroyed", err)
+		}
+	})
+	t.Run("v1", func(t *testing.T) {
+		f, opts := v1Tree(t)
+		m := mustDetect(t, opts)
+		g, err := m.Create("run-1", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Update(l); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.dirFiles(v1Base("memory") + "/run-1")["memory.limit_in_bytes"]; got != "67108864" {
+			t.Errorf("memory.limit_in_bytes = %q after Update", got)
+		}
+		if err := g.Update(Limits{Memory: -1}); err == nil {
+			t.Error("Update accepted a negative memory limit")
+		}
+		if err := g.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -213,3 +213,21 @@ func (g *Group) limitV1(l Limits) error {
 	}
 	return nil
 }
+
+// Update applies limits to a group created without them (Create with a
+// zero Limits), so that a group can be made ahead of need and limited when
+// its run is known. Zero fields leave a resource as it is.
+func (g *Group) Update(l Limits) error {
+	if err := validateLimits(l); err != nil {
+		return fmt.Errorf("unable to update cgroup %s: %w", g.name, err)
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return fmt.Errorf("unable to update %s: %w", g.name, ErrDestroyed)
+	}
+	if g.m.version == V2 {
+		return g.limitV2(l)
+	}
+	return g.limitV1(l)
+}

@@ -68,7 +68,11 @@ type Backend struct {
 
 	pool      *warmPool
 	closeOnce sync.Once
-	runID     atomic.Uint64
+	// teardown counts runs whose sandbox is still being torn down after
+	// their result was returned.
+	teardown sync.WaitGroup
+	runID    atomic.Uint64
+	spawnID  atomic.Uint64
 }
 
 var _ sandbox.Backend = (*Backend)(nil)

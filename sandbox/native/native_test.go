@@ -42,8 +42,9 @@ func TestConformance(t *testing.T) {
 // cgroups of this process.
 func leftovers() error { return leftoversExcept(0) }
 
-// leftoversExcept allows up to warm inits started ahead of need: they wait
-// for a run as host root, before they take the sandbox's uids.
+// leftoversExcept allows up to warm inits started ahead of need, and their
+// cgroups: they wait for a run as host root, before they take the
+// sandbox's uids.
 func leftoversExcept(warm int) error {
 	var found []string
 	inits := 0
@@ -73,12 +74,13 @@ func leftoversExcept(warm int) error {
 		}
 	}
 	prefix := fmt.Sprintf("run-%d-", os.Getpid())
+	groups := map[string][]string{}
 	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil
 		}
 		if strings.HasPrefix(d.Name(), prefix) {
-			found = append(found, "cgroup "+path)
+			groups[d.Name()] = append(groups[d.Name()], path)
 			return filepath.SkipDir
 		}
 		if strings.Count(path, "/") > 8 {
@@ -86,6 +88,11 @@ func leftoversExcept(warm int) error {
 		}
 		return nil
 	})
+	if len(groups) > warm {
+		for _, paths := range groups {
+			found = append(found, "cgroup "+strings.Join(paths, " "))
+		}
+	}
 	if len(found) > 0 {
 		return fmt.Errorf("%s", strings.Join(found, ", "))
 	}

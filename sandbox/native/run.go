@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
@@ -50,7 +49,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	return r.execute(ctx)
 }
 
-// run is the state of one execution. Everything it opens is released by
+// run is the state of one execution. Everything it holds is released by
 // close, on every path.
 type run struct {
 	b    *Backend
@@ -58,9 +57,13 @@ type run struct {
 	id   uint64
 
 	files    []*os.File // closed by close
-	group    *cgroup.Group
+	sandbox  *started
 	setup    setup
 	warnings []string
+	// detach lets close finish the teardown in the background: the
+	// program is gone and its result known, and nothing the caller holds
+	// is reachable from the sandbox any more.
+	detach bool
 }
 
 func (r *run) keep(f *os.File) *os.File {
@@ -68,49 +71,44 @@ func (r *run) keep(f *os.File) *os.File {
 	return f
 }
 
+// close kills whatever is left of the sandbox, removes its cgroup and
+// closes every descriptor.
 func (r *run) close() {
-	for _, f := range r.files {
-		_ = f.Close()
-	}
-	if r.group != nil {
-		if err := r.group.Destroy(); err != nil {
-			r.b.log.Warn("unable to remove run cgroup", "run", r.id, "error", err)
+	release := func() {
+		if sp := r.sandbox; sp != nil {
+			sp.kill()
+			sp.close()
+			if sp.group != nil {
+				if err := sp.group.Destroy(); err != nil {
+					r.b.log.Warn("unable to remove run cgroup", "run", r.id, "error", err)
+				}
+			}
+		}
+		for _, f := range r.files {
+			_ = f.Close()
 		}
 	}
+	if !r.detach {
+		release()
+		return
+	}
+	r.b.teardown.Add(1)
+	go func() {
+		defer r.b.teardown.Done()
+		release()
+	}()
 }
 
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
-	b, s, lim := r.b, r.spec, r.spec.Limits
+	s, lim := r.spec, r.spec.Limits
 	if err := r.plan(); err != nil {
 		return nil, err
 	}
-
-	if b.cgroups != nil {
-		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), r.id), cgroup.Limits{
-			Memory:    lim.Memory,
-			Processes: lim.Processes + 1, // the init
-			CPUs:      lim.CPUs,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-		}
-		r.group = g
-	}
-	sp, err := b.take()
+	sp, err := r.b.take(lim)
 	if err != nil {
 		return nil, err
 	}
-	defer sp.close()
-	proc, waited := sp.proc, sp.waited
-	abort := func(err error) (*sandbox.Result, error) {
-		sp.kill()
-		return nil, err
-	}
-	if r.group != nil {
-		if err := r.group.Add(proc.Pid); err != nil {
-			return abort(fmt.Errorf("%w: %w", sandbox.ErrSetup, err))
-		}
-	}
+	r.sandbox = sp
 
 	kill := make(chan int, 4)
 	stop := func(reason int) {
@@ -125,14 +123,14 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	go stderr.drain(sp.stderr)
 	status := make(chan []byte, 1)
 	go func() {
-		msg, _ := readBounded(sp.status, 4096)
-		status <- msg
+		line, _ := readLine(sp.status, 4096)
+		status <- line
 	}()
 
-	// The config is also the go signal: the init blocks on it, so the
-	// program cannot start before it is in its cgroup.
+	// The setup is also the go signal: the init blocks on it, so the
+	// program cannot start before the init is in its cgroup.
 	if _, err := sp.config.Write(r.setup.buf); err != nil && !errors.Is(err, syscall.EPIPE) {
-		return abort(fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err))
+		return nil, fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
 	}
 	_ = sp.config.Close()
 	start := time.Now()
@@ -142,17 +140,21 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		_ = sp.stdin.Close()
 	}
 
-	mon := newMonitor(r.group, lim, s.SampleInterval, start)
+	mon := newMonitor(sp.group, lim, s.SampleInterval, start)
 	go mon.watch(func() { stop(killCPU) })
 	defer mon.stop()
 
 	wall := time.NewTimer(lim.WallTime)
 	defer wall.Stop()
 
+	// The init reports the program's end on its status pipe before it
+	// exits; that report, not the init's exit, ends the run.
 	reason := killNone
-	var state *os.ProcessState
+	var msg []byte
+	reported := false
 	select {
-	case state = <-waited:
+	case msg = <-status:
+		reported = true
 	case <-wall.C:
 		reason = killWall
 	case reason = <-kill:
@@ -160,12 +162,11 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		reason = killCancel
 	}
 	end := time.Now()
-	if state == nil {
-		_ = proc.Kill()
-		if r.group != nil {
-			_ = r.group.Kill()
-		}
-		state = <-waited
+	// Nothing of the run may outlive it: kill the init, and with it the
+	// PID namespace, whatever happened.
+	_ = sp.proc.Kill()
+	if reason != killNone && sp.group != nil {
+		_ = sp.group.Kill()
 	}
 	mon.stop()
 	if reason == killCancel {
@@ -174,6 +175,12 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 
 	drained, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
+	if !reported {
+		select {
+		case msg = <-status:
+		case <-drained.Done():
+		}
+	}
 	for _, c := range []*capture{stdout, stderr} {
 		select {
 		case <-c.done:
@@ -181,27 +188,28 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 			r.b.log.Warn("output still open after the sandbox ended", "run", r.id)
 		}
 	}
-	var msg []byte
-	select {
-	case msg = <-status:
-	case <-drained.Done():
-	}
 
 	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append(r.warnings, r.b.warnings...)}
 	res.Stdout, res.StdoutTruncated = stdout.result()
 	res.Stderr, res.StderrTruncated = stderr.result()
 	res.Samples = mon.finish(end)
-	if r.group != nil {
-		st, err := r.group.Stats()
+	var state *os.ProcessState
+	if sp.group != nil {
+		st, err := sp.group.Stats()
 		if err != nil {
 			return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
 		}
 		res.CPUTime = st.CPU
 		res.PeakMemory = st.PeakMemory
 		res.MemoryExceeded = st.OOMKills > 0
-	} else if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
-		res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		res.PeakMemory = ru.Maxrss * 1024
+	} else {
+		// Without a cgroup the init's rusage, which includes the
+		// program it reaped, is all there is.
+		state = sp.wait()
+		if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+			res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			res.PeakMemory = ru.Maxrss * 1024
+		}
 	}
 	if n := len(res.Samples); n > 0 {
 		last := &res.Samples[n-1]
@@ -219,6 +227,10 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if err := r.verdict(res, msg, state, reason); err != nil {
 		return nil, err
 	}
+	// A host workspace is the caller's: nothing of the sandbox may still
+	// run when the caller gets it back. A private one dies with the
+	// namespace, so the teardown can finish after the result is out.
+	r.detach = s.Workspace == ""
 	return res, nil
 }
 
@@ -259,6 +271,9 @@ func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, r
 	case res.MemoryExceeded && res.Signal == syscall.SIGKILL:
 		res.Status = sandbox.StatusMemoryLimit
 	case !known:
+		if state == nil {
+			state = r.sandbox.wait()
+		}
 		return fmt.Errorf("%w: %w (%v)", sandbox.ErrSetup, errInitDied, state)
 	case res.Signal != 0:
 		res.Status = sandbox.StatusSignaled
@@ -288,13 +303,15 @@ func feed(w *os.File, src interface{ Read([]byte) (int, error) }) {
 	_ = w.Close()
 }
 
-func readBounded(f *os.File, limit int) ([]byte, error) {
+// readLine reads the init's one-line report: it returns as soon as the
+// line is complete, without waiting for the init to exit.
+func readLine(f *os.File, limit int) ([]byte, error) {
 	var buf bytes.Buffer
 	chunk := make([]byte, 512)
 	for buf.Len() < limit {
 		n, err := f.Read(chunk)
 		buf.Write(chunk[:n])
-		if err != nil {
+		if bytes.IndexByte(chunk[:n], '\n') >= 0 || err != nil {
 			return buf.Bytes(), err
 		}
 	}

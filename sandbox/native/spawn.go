@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
@@ -25,6 +26,8 @@ var initCaps = []uintptr{
 type started struct {
 	proc   *os.Process
 	waited chan *os.ProcessState
+	// group is the init's cgroup, or nil without cgroups.
+	group *cgroup.Group
 	// The parent's ends of the init's pipes.
 	stdin, stdout, stderr, config, status *os.File
 	once                                  sync.Once
@@ -35,7 +38,20 @@ type started struct {
 // before its run is known: see warmPool.
 func (b *Backend) spawn() (_ *started, retErr error) {
 	var parent, child []*os.File
+	var group *cgroup.Group
+	if b.cgroups != nil {
+		// Limits are set when the run is known (take); until then the
+		// init only waits.
+		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), b.spawnID.Add(1)), cgroup.Limits{})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		group = g
+	}
 	defer func() {
+		if retErr != nil && group != nil {
+			_ = group.Destroy()
+		}
 		for _, f := range child {
 			_ = f.Close()
 		}
@@ -70,12 +86,22 @@ func (b *Backend) spawn() (_ *started, retErr error) {
 	s := &started{
 		proc:   proc,
 		waited: make(chan *os.ProcessState, 1),
+		group:  group,
 		stdin:  parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
 	}
 	go func() {
 		st, _ := proc.Wait()
 		s.waited <- st
 	}()
+	if group != nil {
+		// The init waits for its setup before it does anything, so it
+		// joins its cgroup before any of its work is done.
+		if err := group.Add(proc.Pid); err != nil {
+			s.kill()
+			s.close()
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
 	return s, nil
 }
 
@@ -83,8 +109,14 @@ func (b *Backend) spawn() (_ *started, retErr error) {
 // for it.
 func (s *started) kill() {
 	_ = s.proc.Kill()
+	s.wait()
+}
+
+// wait waits for the init to exit.
+func (s *started) wait() *os.ProcessState {
 	st := <-s.waited
 	s.waited <- st
+	return st
 }
 
 // close releases the parent's ends of the pipes.
@@ -181,8 +213,30 @@ func (b *Backend) startPool(size int) {
 	}()
 }
 
-// take returns a started init: a warm one when there is one, else a new one.
-func (b *Backend) take() (*started, error) {
+// take returns a started init limited for a run: a warm one when there is
+// one, else a new one.
+func (b *Backend) take(lim sandbox.Limits) (*started, error) {
+	s, err := b.warm()
+	if err != nil {
+		return nil, err
+	}
+	if s.group != nil {
+		err := s.group.Update(cgroup.Limits{
+			Memory:    lim.Memory,
+			Processes: lim.Processes + 1, // the init
+			CPUs:      lim.CPUs,
+		})
+		if err != nil {
+			s.kill()
+			s.close()
+			_ = s.group.Destroy()
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+	return s, nil
+}
+
+func (b *Backend) warm() (*started, error) {
 	if b.pool != nil {
 		for {
 			select {
@@ -192,6 +246,9 @@ func (b *Backend) take() (*started, error) {
 					return s, nil
 				}
 				s.close()
+				if s.group != nil {
+					_ = s.group.Destroy()
+				}
 				continue
 			default:
 			}
@@ -201,9 +258,11 @@ func (b *Backend) take() (*started, error) {
 	return b.spawn()
 }
 
-// Close stops the inits started ahead of need. Runs under way are not
-// affected. It is safe to call more than once.
+// Close stops the inits started ahead of need and waits for the teardown
+// of finished runs. Runs under way are not affected. It is safe to call
+// more than once.
 func (b *Backend) Close() error {
+	defer b.teardown.Wait()
 	b.closeOnce.Do(func() {
 		if b.pool == nil {
 			return
@@ -215,6 +274,9 @@ func (b *Backend) Close() error {
 			case s := <-b.pool.ready:
 				s.kill()
 				s.close()
+				if s.group != nil {
+					_ = s.group.Destroy()
+				}
 				continue
 			default:
 			}
