@@ -72,8 +72,11 @@ type Backend struct {
 	// their result was returned.
 	teardown sync.WaitGroup
 	runID    atomic.Uint64
-	spawnID  atomic.Uint64
 }
+
+// spawnID numbers the sandboxes of this process, whatever backend made
+// them: it names their cgroups.
+var spawnID atomic.Uint64
 
 var _ sandbox.Backend = (*Backend)(nil)
 var _ sandbox.Prober = (*Backend)(nil)

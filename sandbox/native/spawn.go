@@ -42,7 +42,7 @@ func (b *Backend) spawn() (_ *started, retErr error) {
 	if b.cgroups != nil {
 		// Limits are set when the run is known (take); until then the
 		// init only waits.
-		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), b.spawnID.Add(1)), cgroup.Limits{})
+		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), spawnID.Add(1)), cgroup.Limits{})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
