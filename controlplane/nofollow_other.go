@@ -1,0 +1,5 @@
+//go:build !unix
+
+package controlplane
+
+const openFlags = 0

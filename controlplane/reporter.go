@@ -1,0 +1,508 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+var (
+	// DefaultBackoff is the wait before each retry; the last one repeats.
+	DefaultBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 10 * time.Second}
+	// DefaultHeartbeatInterval is the time between heartbeats, and from
+	// the start of an execution to its first.
+	DefaultHeartbeatInterval = 5 * time.Second
+	// DefaultAttemptTimeout bounds one call.
+	DefaultAttemptTimeout = 5 * time.Second
+)
+
+// Kinds of call, as Options.Observe receives them.
+const (
+	KindResult    = "result"
+	KindHeartbeat = "heartbeat"
+	KindReady     = "ready"
+	KindExited    = "exited"
+)
+
+// Options configures a Reporter.
+type Options struct {
+	// URL is the control plane's base URL (CONTROL_PLANE_URL).
+	URL string
+	// Token is sent as "Authorization: Bearer" (INTERNAL_API_TOKEN).
+	Token string
+	// ContainerID names this executor in the container callbacks.
+	ContainerID string
+	// PodName is the Kubernetes pod, or empty (then null in the bodies).
+	PodName string
+	// ResultsDir keeps the results not yet delivered; it is created.
+	ResultsDir string
+	// HTTPClient makes the calls; nil means a client of its own.
+	HTTPClient *http.Client
+	// Logger receives the reporter's logs; nil discards them.
+	Logger *slog.Logger
+	// Backoff is the wait before each retry of a result, ready or exited
+	// call; the last repeats. Empty means DefaultBackoff.
+	Backoff []time.Duration
+	// HeartbeatInterval is the time between heartbeats; zero means
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// AttemptTimeout bounds one call; zero means DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// Observe, when set, is called after every call with its kind, how
+	// long it took and its error (nil when the control plane took it).
+	Observe func(kind string, took time.Duration, err error)
+}
+
+// StatusError is a call the control plane answered with a status other
+// than 2xx.
+type StatusError struct {
+	// Code is the HTTP status code.
+	Code int
+}
+
+// Error names the status.
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("control plane answered %d %s", e.Code, http.StatusText(e.Code))
+}
+
+// Reporter sends an executor's callbacks. It is safe for concurrent use.
+type Reporter struct {
+	base           *url.URL
+	token          string
+	containerID    string
+	podName        string
+	dir            string
+	client         *http.Client
+	log            *slog.Logger
+	backoff        []time.Duration
+	heartbeat      time.Duration
+	attemptTimeout time.Duration
+	observe        func(string, time.Duration, error)
+
+	// ctx ends the background work at Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[string]*pending
+	idle    *sync.Cond // signalled when pending shrinks
+	closed  bool
+}
+
+// pending is a result not yet delivered.
+type pending struct {
+	body []byte
+	// gen counts the bodies given for the id, so that a delivery of an
+	// older body does not remove a newer one.
+	gen int
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// New checks opts and makes the results directory. It starts nothing:
+// call Start to re-send what an earlier process left.
+func New(opts Options) (*Reporter, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("control plane URL %q is not an http(s) URL", opts.URL)
+	}
+	if opts.ResultsDir == "" || !filepath.IsAbs(opts.ResultsDir) {
+		return nil, fmt.Errorf("results directory %q is not an absolute path", opts.ResultsDir)
+	}
+	if err := os.MkdirAll(opts.ResultsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("unable to create the results directory: %w", err)
+	}
+	r := &Reporter{
+		base:           u,
+		token:          opts.Token,
+		containerID:    opts.ContainerID,
+		podName:        opts.PodName,
+		dir:            opts.ResultsDir,
+		client:         opts.HTTPClient,
+		log:            opts.Logger,
+		backoff:        opts.Backoff,
+		heartbeat:      opts.HeartbeatInterval,
+		attemptTimeout: opts.AttemptTimeout,
+		observe:        opts.Observe,
+		pending:        map[string]*pending{},
+	}
+	r.idle = sync.NewCond(&r.mu)
+	if r.client == nil {
+		r.client = &http.Client{}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if len(r.backoff) == 0 {
+		r.backoff = DefaultBackoff
+	}
+	if r.heartbeat <= 0 {
+		r.heartbeat = DefaultHeartbeatInterval
+	}
+	if r.attemptTimeout <= 0 {
+		r.attemptTimeout = DefaultAttemptTimeout
+	}
+	if r.observe == nil {
+		r.observe = func(string, time.Duration, error) {}
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Start re-sends, in the background, every result an earlier process left
+// in the results directory. It returns how many it found.
+func (r *Reporter) Start() int {
+	ents, err := os.ReadDir(r.dir)
+	if err != nil {
+		r.log.Error("unable to read the results directory", "event", "spool_error", "error", err)
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !e.Type().IsRegular() || !idPattern.MatchString(id) {
+			continue
+		}
+		body, err := readSpool(filepath.Join(r.dir, e.Name()))
+		if err != nil || !json.Valid(body) {
+			r.log.Error("unable to read a stored result", "event", "spool_error", "execution_id", id, "error", err)
+			continue
+		}
+		n++
+		r.enqueue(id, body, false)
+	}
+	if n > 0 {
+		r.log.Info("re-sending stored results", "event", "spool_resend", "count", n)
+	}
+	return n
+}
+
+// readSpool reads a spool file without following a link planted in its
+// place.
+func readSpool(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64<<20))
+}
+
+// Result reports an execution's result (the §4.3 object) in the
+// background: it is stored first, then POSTed to
+// /internal/executions/{id}/result until delivered. It never blocks on
+// the network.
+func (r *Reporter) Result(executionID string, result any) error {
+	if !idPattern.MatchString(executionID) {
+		return fmt.Errorf("execution id %q is not valid", executionID)
+	}
+	body, err := json.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("unable to encode the result: %w", err)
+	}
+	r.enqueue(executionID, body, true)
+	return nil
+}
+
+// enqueue records body for id, stores it when store is set, and starts a
+// delivery unless one is running.
+func (r *Reporter) enqueue(id string, body []byte, store bool) {
+	if store {
+		if err := r.store(id, body); err != nil {
+			// The delivery still goes on from memory.
+			r.log.Error("unable to store a result for retry", "event", "spool_error", "execution_id", id, "error", err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if p, ok := r.pending[id]; ok {
+		p.body = body
+		p.gen++
+		return
+	}
+	r.pending[id] = &pending{body: body}
+	r.wg.Add(1)
+	go r.deliver(id)
+}
+
+// store writes RESULTS_DIR/{id}.json through a rename, so that it is
+// never seen half written.
+func (r *Reporter) store(id string, body []byte) error {
+	tmp, err := os.CreateTemp(r.dir, ".tmp-"+id+"-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(r.dir, id+".json"))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// deliver POSTs the pending result of id until the control plane takes
+// it or the reporter closes.
+func (r *Reporter) deliver(id string) {
+	defer r.wg.Done()
+	path := "/internal/executions/" + url.PathEscape(id) + "/result"
+	for attempt := 0; ; attempt++ {
+		r.mu.Lock()
+		p := r.pending[id]
+		body, gen := p.body, p.gen
+		r.mu.Unlock()
+
+		err := r.post(r.ctx, KindResult, path, body)
+		if err == nil {
+			r.mu.Lock()
+			if p.gen != gen {
+				// A newer body came meanwhile: send it too.
+				r.mu.Unlock()
+				attempt = -1
+				continue
+			}
+			delete(r.pending, id)
+			r.idle.Broadcast()
+			r.mu.Unlock()
+			if err := os.Remove(filepath.Join(r.dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+				r.log.Error("unable to remove a delivered result", "event", "spool_error", "execution_id", id, "error", err)
+			}
+			r.log.Info("result delivered", "event", "result_delivered", "execution_id", id, "attempts", attempt+1)
+			return
+		}
+		r.logFailure(KindResult, id, attempt, err)
+		if !r.wait(attempt) {
+			r.mu.Lock()
+			delete(r.pending, id)
+			r.idle.Broadcast()
+			r.mu.Unlock()
+			return // closed: the stored file is re-sent at the next start
+		}
+	}
+}
+
+// wait sleeps before retry number attempt+1; false when the reporter
+// closed meanwhile.
+func (r *Reporter) wait(attempt int) bool {
+	d := r.backoff[min(attempt, len(r.backoff)-1)]
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
+// logFailure logs a failed call; a 401 is an authentication failure.
+func (r *Reporter) logFailure(kind, id string, attempt int, err error) {
+	attrs := []any{"event", kind + "_failed", "attempt", attempt + 1, "error", err}
+	if id != "" {
+		attrs = append(attrs, "execution_id", id)
+	}
+	var se *StatusError
+	if errors.As(err, &se) && se.Code == http.StatusUnauthorized {
+		r.log.Error("control plane authentication failed: check INTERNAL_API_TOKEN; retrying", append(attrs, "event", "auth_failed")...)
+		return
+	}
+	if r.ctx.Err() != nil {
+		return
+	}
+	r.log.Warn("control plane call failed; retrying", attrs...)
+}
+
+// post makes one call. 2xx is success; 409 on a result means the control
+// plane already has it, which is success too.
+func (r *Reporter) post(ctx context.Context, kind, path string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, r.attemptTimeout)
+	defer cancel()
+	start := time.Now()
+	err := r.do(ctx, kind, path, body)
+	r.observe(kind, time.Since(start), err)
+	return err
+}
+
+func (r *Reporter) do(ctx context.Context, kind, path string, body []byte) error {
+	u := r.base.JoinPath(path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("unable to build the %s call: %w", kind, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "coderunner-executor")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("unable to reach the control plane: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == http.StatusConflict && kind == KindResult:
+		return nil
+	}
+	return &StatusError{Code: resp.StatusCode}
+}
+
+// Heartbeat sends a heartbeat for the execution every HeartbeatInterval,
+// the first one an interval after the call, until stop is called. stop
+// returns once no heartbeat is in flight, so that none follows the result
+// a caller reports after it. A failed heartbeat is logged and not retried:
+// the next one is due soon.
+func (r *Reporter) Heartbeat(executionID string) (stop func()) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	path := "/internal/executions/" + url.PathEscape(executionID) + "/heartbeat"
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.heartbeat)
+		defer t.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				body, _ := json.Marshal(map[string]any{
+					"timestamp":    now.UTC().Format(time.RFC3339Nano),
+					"execution_id": executionID,
+					"container_id": r.containerID,
+					"sequence":     n + 1,
+				})
+				if err := r.post(ctx, KindHeartbeat, path, body); err != nil && ctx.Err() == nil {
+					r.logFailure(KindHeartbeat, executionID, n, err)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(cancel)
+		<-done
+	}
+}
+
+// podName is the pod name, or nil for JSON null.
+func (r *Reporter) podNameValue() any {
+	if r.podName == "" {
+		return nil
+	}
+	return r.podName
+}
+
+// Ready reports, in the background, that the executor listens on port;
+// it is retried until delivered or the reporter closes.
+func (r *Reporter) Ready(port int) {
+	body, _ := json.Marshal(map[string]any{
+		"container_id":  r.containerID,
+		"pod_name":      r.podNameValue(),
+		"executor_port": port,
+		"ready_at":      time.Now().UTC().Format(time.RFC3339Nano),
+	})
+	path := "/internal/containers/" + url.PathEscape(r.containerID) + "/ready"
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for attempt := 0; ; attempt++ {
+			err := r.post(r.ctx, KindReady, path, body)
+			if err == nil {
+				r.log.Info("ready reported", "event", "container_ready", "port", port)
+				return
+			}
+			r.logFailure(KindReady, "", attempt, err)
+			if !r.wait(attempt) {
+				return
+			}
+		}
+	}()
+}
+
+// Exited reports that the executor stops, with its exit code and reason
+// ("sigterm", "sigint", "error"), retrying until it is delivered or ctx
+// ends. It is the last call: it does not wait for other work.
+func (r *Reporter) Exited(ctx context.Context, exitCode int, reason string) error {
+	body, _ := json.Marshal(map[string]any{
+		"container_id": r.containerID,
+		"pod_name":     r.podNameValue(),
+		"exit_code":    exitCode,
+		"exit_reason":  reason,
+		"exited_at":    time.Now().UTC().Format(time.RFC3339Nano),
+	})
+	path := "/internal/containers/" + url.PathEscape(r.containerID) + "/exited"
+	for attempt := 0; ; attempt++ {
+		err := r.post(ctx, KindExited, path, body)
+		if err == nil {
+			r.log.Info("exit reported", "event", "container_exited", "exit_code", exitCode, "exit_reason", reason)
+			return nil
+		}
+		r.logFailure(KindExited, "", attempt, err)
+		t := time.NewTimer(min(r.backoff[min(attempt, len(r.backoff)-1)], 250*time.Millisecond))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("unable to report the exit: %w", err)
+		}
+	}
+}
+
+// Pending is the number of results not yet delivered.
+func (r *Reporter) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
+
+// Flush waits until every result is delivered or ctx ends; undelivered
+// results stay stored for the next start.
+func (r *Reporter) Flush(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.idle.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.pending) > 0 {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d results not delivered: %w", len(r.pending), ctx.Err())
+		}
+		r.idle.Wait()
+	}
+	return nil
+}
+
+// Close stops every retry and heartbeat and waits for them. Results not
+// delivered stay in the results directory. Close is safe to call twice.
+func (r *Reporter) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	return nil
+}
