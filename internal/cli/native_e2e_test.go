@@ -1,0 +1,130 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coderunner/coderunner/internal/cli"
+	"github.com/coderunner/coderunner/internal/testutil"
+
+	_ "github.com/coderunner/coderunner/sandbox/native"
+)
+
+// These tests run the command line end to end on the native backend.
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &cli.App{
+		Stdin:     strings.NewReader(stdin),
+		Stdout:    &out,
+		Stderr:    &errb,
+		LookupEnv: func(string) (string, bool) { return "", false },
+	}
+	code = a.Run(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+func writeSource(t *testing.T, name, code string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestNativeEndToEnd(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tc := range []struct {
+		name       string
+		file, code string
+		args       []string
+		stdin      string
+		exit       int
+		stdout     string
+		stderrHas  string
+	}{
+		{name: "python", file: "hello.py", code: "print('Hello, World!')\n", stdout: "Hello, World!\n"},
+		{name: "python exit code", file: "x.py", code: "import sys; sys.exit(7)\n", exit: 7},
+		{name: "javascript from stdin", file: "-", args: []string{"--lang", "js"}, stdin: "console.log(6*7)\n", stdout: "42\n"},
+		{name: "bash", file: "s.sh", code: "echo \"$((2+3))\"\n", stdout: "5\n"},
+		{name: "C with stdin", file: "add.c", code: "#include <stdio.h>\nint main(){int a,b;scanf(\"%d %d\",&a,&b);printf(\"%d\\n\",a+b);}\n", stdin: "2 40\n", args: []string{"--stdin", "STDIN"}, stdout: "42\n"},
+		{name: "C compile error", file: "bad.c", code: "int main(){ return x; }\n", exit: 1, stderrHas: "undeclared"},
+		{name: "timeout", file: "slow.py", code: "import time\ntime.sleep(30)\n", args: []string{"--timeout", "1"}, exit: 124, stderrHas: "timed out"},
+		{name: "memory", file: "mem.py", code: "b = bytearray(400 << 20)\n", args: []string{"--memory", "64"}, exit: 137, stderrHas: "Memory limit"},
+		{name: "unknown language", file: "x.zz", code: "x", exit: 2, stderrHas: "python"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"run"}
+			for _, a := range tc.args {
+				if a == "STDIN" {
+					a = writeSource(t, "in.txt", tc.stdin)
+				}
+				args = append(args, a)
+			}
+			// The code comes from stdin for "-"; otherwise tc.stdin, if
+			// any, is given to the program through --stdin.
+			stdin := ""
+			if tc.file == "-" {
+				args = append(args, "-")
+				stdin = tc.stdin
+			} else {
+				args = append(args, writeSource(t, tc.file, tc.code))
+			}
+			code, stdout, stderr := runCLI(t, stdin, args...)
+			if code != tc.exit {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", code, tc.exit, stdout, stderr)
+			}
+			if tc.stdout != "" && stdout != tc.stdout {
+				t.Errorf("stdout %q, want %q", stdout, tc.stdout)
+			}
+			if tc.stderrHas != "" && !strings.Contains(stderr, tc.stderrHas) {
+				t.Errorf("stderr %q lacks %q", stderr, tc.stderrHas)
+			}
+		})
+	}
+}
+
+func TestNativeEndToEndJSON(t *testing.T) {
+	testutil.RequireRoot(t)
+	code, stdout, stderr := runCLI(t, "", "run", "--json", writeSource(t, "w.py", "open('out.csv','w').write('a,b\\n'); print('done')\n"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	for _, key := range []string{"stdout", "stderr", "exit_code", "execution_time", "status", "error_message",
+		"resource_usage", "limits_applied", "language", "backend", "session_id", "truncated"} {
+		if _, ok := res[key]; !ok {
+			t.Errorf("result lacks %q", key)
+		}
+	}
+	if res["status"] != "success" || res["backend"] != "native" || res["stdout"] != "done\n" {
+		t.Errorf("unexpected result: %s", stdout)
+	}
+	arts, _ := res["artifacts"].([]any)
+	if len(arts) != 1 || arts[0].(map[string]any)["path"] != "out.csv" {
+		t.Errorf("artifacts %v, want out.csv", res["artifacts"])
+	}
+}
+
+func TestDoctorNative(t *testing.T) {
+	testutil.RequireRoot(t)
+	code, stdout, stderr := runCLI(t, "", "doctor", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"native", "namespaces", "cgroup", "seccomp", "python"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("doctor --json lacks %q", want)
+		}
+	}
+}
