@@ -232,8 +232,9 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 			log.Warn("output truncated", "event", "output_truncated", "stream", stream, "cap_bytes", e.limits.OutputBytes)
 		}
 	}
-	fail := func(status Status, msg string) {
+	fail := func(status Status, reason, msg string) {
 		res.Status = status
+		res.Reason = reason
 		res.Error = &msg
 	}
 	switch sr.Status {
@@ -246,9 +247,9 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 			}
 		}
 	case sandbox.StatusNonzeroExit:
-		fail(StatusFailed, fmt.Sprintf("process exited with code %d", sr.ExitCode))
+		fail(StatusFailed, ReasonNonzeroExit, fmt.Sprintf("process exited with code %d", sr.ExitCode))
 	case sandbox.StatusSignaled:
-		fail(StatusFailed, fmt.Sprintf("process killed by signal %d", int(sr.Signal)))
+		fail(StatusFailed, ReasonSignal, fmt.Sprintf("process killed by signal %d", int(sr.Signal)))
 	case sandbox.StatusTimeLimit:
 		msg := fmt.Sprintf("timed out after %d s", req.Timeout)
 		if sr.TimeLimit == "cpu" {
@@ -259,24 +260,26 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 		}
 		res.Stderr += "Execution " + msg + "\n"
 		res.ExitCode = ExitNone
-		fail(StatusTimeout, "execution "+msg)
+		fail(StatusTimeout, ReasonTimeout, "execution "+msg)
 	case sandbox.StatusMemoryLimit:
-		fail(StatusFailed, fmt.Sprintf("memory limit of %d MB exceeded", e.limits.Memory/sandbox.MiB))
+		fail(StatusFailed, ReasonMemoryLimit, fmt.Sprintf("memory limit of %d MB exceeded", e.limits.Memory/sandbox.MiB))
 	case sandbox.StatusOutputLimit:
-		fail(StatusFailed, fmt.Sprintf("output limit exceeded: each stream is capped at %d bytes", e.limits.OutputBytes))
+		fail(StatusFailed, ReasonOutputLimit, fmt.Sprintf("output limit exceeded: each stream is capped at %d bytes", e.limits.OutputBytes))
 	default:
 		res.ExitCode = ExitNone
-		fail(StatusError, fmt.Sprintf("sandbox reported an unknown status %q", sr.Status))
+		fail(StatusError, ReasonSandboxError, fmt.Sprintf("sandbox reported an unknown status %q", sr.Status))
 	}
 	if b != nil && !b.OK && (sr.Status == sandbox.StatusNonzeroExit || sr.Status == sandbox.StatusOK) {
 		// The wrapper said why the code failed; missing handlers and
 		// values that are not JSON are errors of the request, not of a
 		// run (FR-018).
 		switch b.Kind {
-		case kindMissingHandler, kindNotSerializable:
-			fail(StatusError, b.Error)
+		case kindMissingHandler:
+			fail(StatusError, ReasonMissingHandler, b.Error)
+		case kindNotSerializable:
+			fail(StatusError, ReasonNotSerializable, b.Error)
 		default:
-			fail(StatusFailed, b.Error)
+			fail(StatusFailed, ReasonException, b.Error)
 		}
 	}
 	return res

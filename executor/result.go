@@ -55,7 +55,25 @@ type Result struct {
 	Error     *string            `json:"error"`
 	Metrics   Metrics            `json:"metrics"`
 	Artifacts []execute.Artifact `json:"artifacts"`
+	// Reason classifies a result other than success for metrics and
+	// logs: one of the Reason constants; empty on success. It is not part
+	// of the JSON.
+	Reason string `json:"-"`
 }
+
+// Reasons of a result other than success.
+const (
+	ReasonNonzeroExit     = "nonzero_exit"
+	ReasonSignal          = "signal"
+	ReasonTimeout         = "timeout"
+	ReasonMemoryLimit     = "memory_limit"
+	ReasonOutputLimit     = "output_limit"
+	ReasonException       = "exception"
+	ReasonMissingHandler  = "missing_handler"
+	ReasonNotSerializable = "not_serializable"
+	ReasonSandboxError    = "sandbox_error"
+	ReasonCrashed         = "crashed"
+)
 
 // Metrics are the measurements of a run.
 type Metrics struct {
@@ -81,6 +99,7 @@ func CrashedResult(executionID, reason string) *Result {
 	return &Result{
 		ExecutionID: executionID,
 		Status:      StatusCrashed,
+		Reason:      ReasonCrashed,
 		ExitCode:    ExitNone,
 		Error:       &reason,
 		Artifacts:   []execute.Artifact{},
@@ -93,6 +112,7 @@ func ErrorResult(executionID, msg string) *Result {
 	return &Result{
 		ExecutionID: executionID,
 		Status:      StatusError,
+		Reason:      ReasonSandboxError,
 		ExitCode:    ExitNone,
 		Error:       &msg,
 		Artifacts:   []execute.Artifact{},
