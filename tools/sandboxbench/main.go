@@ -108,6 +108,41 @@ func main() {
 		}
 		fmt.Println()
 	}
+	precision(cold, min(*n, 50))
+}
+
+// precision reports how far past a limit a run goes before it is stopped:
+// wall time for a sleeping program, CPU time for a spinning one.
+func precision(be *native.Backend, n int) {
+	fmt.Printf("limit precision over %d runs (how far past the limit the run was stopped, ms)\n", n)
+	fmt.Printf("%-28s %8s %8s %8s\n", "limit", "p50", "p95", "max")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		lim   sandbox.Limits
+		taken func(*sandbox.Result) time.Duration
+		limit time.Duration
+	}{
+		{"wall 200 ms (sleep)", []string{"/bin/sleep", "10"},
+			sandbox.Limits{WallTime: 200 * time.Millisecond}, func(r *sandbox.Result) time.Duration { return r.WallTime }, 200 * time.Millisecond},
+		{"cpu 200 ms (busy loop)", []string{"/bin/sh", "-c", "while :; do :; done"},
+			sandbox.Limits{CPUTime: 200 * time.Millisecond, CPUs: 1}, func(r *sandbox.Result) time.Duration { return r.CPUTime }, 200 * time.Millisecond},
+	} {
+		var over []time.Duration
+		for range n {
+			res, err := be.Run(context.Background(), &sandbox.Spec{Args: c.args, Mounts: native.BaseMounts(), Limits: c.lim})
+			if err != nil {
+				fail(err.Error())
+			}
+			if res.Status != sandbox.StatusTimeLimit {
+				fail(fmt.Sprintf("%s: status %s", c.name, res.Status))
+			}
+			over = append(over, c.taken(res)-c.limit)
+		}
+		slices.Sort(over)
+		st := stats{lat: over}
+		fmt.Printf("%-28s %8s %8s %8s\n", c.name, ms(st.pct(.5)), ms(st.pct(.95)), ms(over[len(over)-1]))
+	}
 }
 
 type stats struct {
