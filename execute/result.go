@@ -71,7 +71,7 @@ type Result struct {
 	// Warnings tell where the backend could not give its full isolation
 	// (for example memory limited by rlimits alone). They are for the
 	// operator, not part of the JSON.
-	Warnings []string `json:"-"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Stage is the step that decided the result, StageCompile or
 	// StageRun; empty when the sandbox failed.
 	Stage string `json:"-"`
