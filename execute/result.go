@@ -69,8 +69,8 @@ type Result struct {
 	// Artifacts lists the files the program left in its workspace.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// Warnings tell where the backend could not give its full isolation
-	// (for example memory limited by rlimits alone). They are for the
-	// operator, not part of the JSON.
+	// (for example memory limited by rlimits alone); absent when there
+	// are none.
 	Warnings []string `json:"warnings,omitempty"`
 	// Stage is the step that decided the result, StageCompile or
 	// StageRun; empty when the sandbox failed.
