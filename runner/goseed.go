@@ -92,6 +92,10 @@ const (
 	seedMemory   = sandbox.GiB
 )
 
+// seedRetry is how long a failed seed build is remembered: compiles
+// meanwhile start with an empty cache instead of trying again.
+const seedRetry = 10 * time.Minute
+
 // seedGroup builds each seed once per process.
 type seedGroup struct {
 	mu    sync.Mutex
@@ -99,9 +103,10 @@ type seedGroup struct {
 }
 
 type seedState struct {
-	once sync.Once
-	dir  string
-	err  error
+	done     chan struct{}
+	dir      string
+	err      error
+	finished time.Time
 }
 
 // seedGoCache puts a copy of the seed for step's toolchain and
@@ -111,6 +116,9 @@ type seedState struct {
 func (r *Runner) seedGoCache(ctx context.Context, step *compileStep, ws string) error {
 	dst := filepath.Join(ws, goCacheDir)
 	seed, err := r.goSeed(ctx, step)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		r.log.Warn("Go build cache seed unavailable; compiling with an empty cache", "error", err)
 		return mkdirOpen(dst)
@@ -124,7 +132,9 @@ func (r *Runner) seedGoCache(ctx context.Context, step *compileStep, ws string) 
 	return os.WriteFile(filepath.Join(dst, "trim.txt"), []byte(stamp), 0o644)
 }
 
-// goSeed returns the seed directory for step's toolchain, building it once.
+// goSeed returns the seed directory for step's toolchain, building it once
+// in the background: a caller that gives up does not stop it, since every
+// later compile needs it.
 func (r *Runner) goSeed(ctx context.Context, step *compileStep) (string, error) {
 	id := seedID(step)
 	dir := filepath.Join(r.cache.dir, "go-seed-"+id)
@@ -133,26 +143,43 @@ func (r *Runner) goSeed(ctx context.Context, step *compileStep) (string, error) 
 		r.seeds.seeds = map[string]*seedState{}
 	}
 	s, ok := r.seeds.seeds[id]
+	if ok && s.err != nil && time.Since(s.finished) > seedRetry {
+		ok = false
+	}
 	if !ok {
-		s = &seedState{}
+		s = &seedState{done: make(chan struct{})}
 		r.seeds.seeds[id] = s
+		go func() {
+			defer close(s.done)
+			err := r.ensureSeed(step, dir)
+			r.seeds.mu.Lock()
+			s.err, s.finished = err, time.Now()
+			if err == nil {
+				s.dir = dir
+			}
+			r.seeds.mu.Unlock()
+		}()
 	}
 	r.seeds.mu.Unlock()
-	s.once.Do(func() {
-		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-			s.dir = dir
-			return
-		}
-		// The seed is shared by every later compile: a caller giving up
-		// must not leave the others without it.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seedWallTime+time.Minute)
-		defer cancel()
-		s.err = r.buildSeed(ctx, step, dir)
-		if s.err == nil {
-			s.dir = dir
-		}
-	})
-	return s.dir, s.err
+	select {
+	case <-s.done:
+		r.seeds.mu.Lock()
+		defer r.seeds.mu.Unlock()
+		return s.dir, s.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// ensureSeed builds the seed dir unless it is there already (built by
+// another process, or before a restart).
+func (r *Runner) ensureSeed(step *compileStep, dir string) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), seedWallTime+time.Minute)
+	defer cancel()
+	return r.buildSeed(ctx, step, dir)
 }
 
 var (

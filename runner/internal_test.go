@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 // into the workspace, then whatever plant adds. Runs without a workspace
 // (program runs) return ok.
 type fakeBackend struct {
-	plant func(ws string) error
+	plant func(spec *sandbox.Spec) error
 	res   sandbox.Result
 	runs  atomic.Int64
 	last  atomic.Pointer[sandbox.Spec]
@@ -41,7 +42,7 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 			}
 		}
 		if f.plant != nil {
-			if err := f.plant(spec.Workspace); err != nil {
+			if err := f.plant(spec); err != nil {
 				return nil, err
 			}
 		}
@@ -290,11 +291,11 @@ func TestCopyOutLimits(t *testing.T) {
 // TestPrepareFake drives Prepare and Run with a fake compiler: no root
 // needed.
 func TestPrepareFake(t *testing.T) {
-	be := &fakeBackend{plant: func(ws string) error {
-		if err := writeBinary(ws); err != nil {
+	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+		if err := writeBinary(spec.Workspace); err != nil {
 			return err
 		}
-		return os.Symlink("/etc/shadow", filepath.Join(ws, "shadow"))
+		return os.Symlink("/etc/shadow", filepath.Join(spec.Workspace, "shadow"))
 	}}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
@@ -342,8 +343,8 @@ func TestPrepareFake(t *testing.T) {
 }
 
 func TestPrepareFakeJava(t *testing.T) {
-	be := &fakeBackend{plant: func(ws string) error {
-		return os.WriteFile(filepath.Join(ws, "Hello.class"), []byte("\xca\xfe\xba\xbe"), 0o644)
+	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+		return os.WriteFile(filepath.Join(spec.Workspace, "Hello.class"), []byte("\xca\xfe\xba\xbe"), 0o644)
 	}}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "java").Discover(context.Background()); !tc.Available {
@@ -503,4 +504,62 @@ func reachableDir(t *testing.T) string {
 	must(t, os.Chmod(d, 0o755))
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// TestGoSeed checks that the first Go compile builds the seed once and
+// that every compile starts from a private copy of it.
+func TestGoSeed(t *testing.T) {
+	var seeded []string
+	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+		cache := filepath.Join(spec.Workspace, goCacheDir)
+		if strings.Contains(string(spec.Files[0].Content), "seed") {
+			if err := os.MkdirAll(filepath.Join(cache, "ab"), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(cache, "ab", "abcd-d"), []byte("fmt.a"), 0o644)
+		}
+		b, err := os.ReadFile(filepath.Join(cache, "ab", "abcd-d"))
+		if err != nil {
+			return err
+		}
+		seeded = append(seeded, string(b))
+		if env := strings.Join(spec.Env, " "); !strings.Contains(env, "GOCACHE=/workspace/.gocache") {
+			return errors.New("GOCACHE not in the workspace: " + env)
+		}
+		if err := os.WriteFile(filepath.Join(cache, "ab", "new-d"), []byte("main.a"), 0o644); err != nil {
+			return err
+		}
+		return writeBinary(spec.Workspace)
+	}}
+	r := newFake(t, be, Options{})
+	if tc := lookup(t, r, "go").Discover(context.Background()); !tc.Available {
+		t.Skipf("no Go toolchain here: %s", tc.Reason)
+	}
+	for i := range 2 {
+		p, err := r.PrepareProgram(context.Background(), "go", fmt.Sprintf("package main\n\nfunc main() { println(%d) }\n", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents, err := os.ReadDir(p.entry.dir)
+		must(t, err)
+		for _, e := range ents {
+			if e.Name() == goCacheDir {
+				t.Error("the build cache was stored with the program")
+			}
+		}
+		p.Close()
+	}
+	if n := be.runs.Load(); n != 3 {
+		t.Errorf("%d sandbox runs, want 3: the seed once, then two compiles", n)
+	}
+	if !slices.Equal(seeded, []string{"fmt.a", "fmt.a"}) {
+		t.Errorf("compiles saw %q in their cache, want the seed's file twice", seeded)
+	}
+	seeds, _ := filepath.Glob(filepath.Join(r.CacheDir(), "go-seed-go*"))
+	if len(seeds) != 1 {
+		t.Fatalf("seeds %q, want one", seeds)
+	}
+	if _, err := os.Stat(filepath.Join(seeds[0], "ab", "new-d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a compile wrote into the seed: %v", err)
+	}
 }
