@@ -79,6 +79,10 @@ func (r *Runner) compiled(ctx context.Context, l *lang.Language, version, source
 			return nil, fmt.Errorf("the compiled %s program left the cache before it could be used: the cache (%d bytes) is too small", l.ID, r.cache.maxBytes)
 		}
 		e, leader, err := r.flights.do(ctx, key, func() (*entry, error) {
+			// A flight of the same key may have ended since our look.
+			if e, ok, err := r.cache.open(key); err != nil || ok {
+				return e, err
+			}
 			return r.compileAndStore(ctx, step, key)
 		})
 		if leader {
