@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/seccomp"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
 
 // Options configure the native backend. The zero value is ready to use.
@@ -63,8 +66,15 @@ type Backend struct {
 	cgroups   *cgroup.Manager
 	cgroupErr error
 	filter    []byte
-	etc       map[string][]byte
 	warnings  []string
+
+	// shared are the mounts every sandbox gets in its first phase
+	// (BaseMounts); firstOps encodes that phase but for the sources to
+	// open ahead, which depend on what runs have needed (known).
+	shared   map[sandbox.Mount]bool
+	firstOps []byte
+	knownMu  sync.Mutex
+	known    []string
 
 	pool      *warmPool
 	closeOnce sync.Once
@@ -146,7 +156,11 @@ func New(opts Options) (*Backend, error) {
 		b.warnings = append(b.warnings,
 			"running unprivileged: user code runs as uid 0 of its own user namespace, without capabilities")
 	}
-	b.etc = syntheticEtc(b.innerUID)
+	b.shared = map[sandbox.Mount]bool{}
+	for _, m := range BaseMounts() {
+		b.shared[m] = true
+	}
+	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID))
 	if opts.Warm > 0 {
 		b.startPool(min(opts.Warm, maxWarm))
 	}
@@ -187,6 +201,91 @@ func syntheticEtc(uid int) map[string][]byte {
 		etc["/etc/ld.so.cache"] = cache
 	}
 	return etc
+}
+
+// encodeFirstPhase is what every sandbox does before its run is known:
+// the root with the shared mounts, /etc, /dev, /proc, the host name, the
+// loopback interface and the seccomp filter to install later.
+func (b *Backend) encodeFirstPhase(etc map[string][]byte) []byte {
+	var w setup
+	w.op(nsinit.OpRoot, b.rootDir)
+	for _, m := range BaseMounts() {
+		if fi, err := os.Lstat(m.Source); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if link, err := os.Readlink(m.Source); err == nil {
+				w.op(nsinit.OpSymlink, link, m.TargetPath())
+			}
+			continue
+		}
+		w.op(nsinit.OpBind, m.Source, m.TargetPath(), "ro")
+	}
+	for _, name := range slices.Sorted(maps.Keys(etc)) {
+		w.file(name, etc[name], 0o644, 0, 0)
+	}
+	w.mkdir("/dev", 0o755, 0, 0)
+	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
+		w.op(nsinit.OpDev, dev)
+	}
+	w.op(nsinit.OpSymlink, "/proc/self/fd", "/dev/fd")
+	w.op(nsinit.OpSymlink, "/proc/self/fd/0", "/dev/stdin")
+	w.op(nsinit.OpSymlink, "/proc/self/fd/1", "/dev/stdout")
+	w.op(nsinit.OpSymlink, "/proc/self/fd/2", "/dev/stderr")
+	// POSIX shared memory and semaphores live in /tmp, under its cap.
+	w.op(nsinit.OpSymlink, sandbox.TmpDir, "/dev/shm")
+	w.op(nsinit.OpProc, "/proc")
+	w.op(nsinit.OpHostname, "sandbox")
+	w.op(nsinit.OpLoopback)
+	w.head(nsinit.OpSeccomp, 1)
+	w.arg(b.filter)
+	return w.buf
+}
+
+// firstPhase is the first frame for a new sandbox: it joins a new cgroup
+// namespace (the init is in its cgroup by then) and opens, while it still
+// can, the bind sources runs have needed and those given.
+func (b *Backend) firstPhase(extra []string) (frameBytes []byte, opened map[string]bool) {
+	var w setup
+	w.op(nsinit.OpCgroupNS)
+	opened = map[string]bool{}
+	b.knownMu.Lock()
+	for _, src := range slices.Concat(b.known, extra) {
+		if !opened[src] {
+			opened[src] = true
+			w.op(nsinit.OpPreopen, src)
+		}
+	}
+	b.knownMu.Unlock()
+	w.buf = append(w.buf, b.firstOps...)
+	return frame(w.buf), opened
+}
+
+// maxKnown bounds the sources every new sandbox opens ahead.
+const maxKnown = 32
+
+// learn remembers toolchain sources that an unprivileged init could not
+// open itself, so that sandboxes started ahead of need open them.
+func (b *Backend) learn(sources []string) {
+	b.knownMu.Lock()
+	defer b.knownMu.Unlock()
+	for _, src := range sources {
+		if len(b.known) < maxKnown && !slices.Contains(b.known, src) && !traversable(src) {
+			b.known = append(b.known, src)
+		}
+	}
+}
+
+// traversable reports whether every directory above path can be searched
+// by anyone, that is whether the init can open path after it has given up
+// the host identity it starts with.
+func traversable(p string) bool {
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
 }
 
 // Probe reports what the native backend can use here.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,8 @@ type run struct {
 	files    []*os.File // closed by close
 	sandbox  *started
 	setup    setup
+	// sources are the host paths the second phase binds.
+	sources  []string
 	warnings []string
 	// detach lets close finish the teardown in the background: the
 	// program is gone and its result known, and nothing the caller holds
@@ -104,7 +107,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if err := r.plan(); err != nil {
 		return nil, err
 	}
-	sp, err := r.b.take(lim)
+	sp, err := r.b.take(lim, r.sources)
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +130,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		status <- line
 	}()
 
-	// The setup is also the go signal: the init blocks on it, so the
-	// program cannot start before the init is in its cgroup.
-	if _, err := sp.config.Write(r.setup.buf); err != nil && !errors.Is(err, syscall.EPIPE) {
+	// The second phase is also the go signal: the init blocks on it.
+	if _, err := sp.config.Write(frame(r.setup.buf)); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return nil, fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
 	}
 	_ = sp.config.Close()
@@ -318,34 +320,18 @@ func readLine(f *os.File, limit int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// plan encodes everything the init has to do.
+// plan encodes the second phase of the setup: what is particular to this
+// run. The first phase, shared by every run, is the backend's (firstPhase).
 func (r *run) plan() error {
 	s, lim, b := r.spec, r.spec.Limits, r.b
 	uid := b.innerUID
 	w := &r.setup
-	w.op(nsinit.OpCgroupNS)
-	w.op(nsinit.OpRoot, b.rootDir)
-
 	for _, m := range s.Mounts {
 		if err := r.mount(m); err != nil {
 			return err
 		}
 	}
-	for name, content := range b.etc {
-		w.file(name, content, 0o644, 0, 0)
-	}
-	w.mkdir("/dev", 0o755, 0, 0)
-	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
-		w.op(nsinit.OpDev, dev)
-	}
-	w.op(nsinit.OpSymlink, "/proc/self/fd", "/dev/fd")
-	w.op(nsinit.OpSymlink, "/proc/self/fd/0", "/dev/stdin")
-	w.op(nsinit.OpSymlink, "/proc/self/fd/1", "/dev/stdout")
-	w.op(nsinit.OpSymlink, "/proc/self/fd/2", "/dev/stderr")
-	w.op(nsinit.OpTmpfs, "/dev/shm", tmpfsOptions(lim.TmpSize, 0o1777, -1))
-	w.op(nsinit.OpProc, "/proc")
 	w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1))
-
 	if s.Workspace != "" {
 		if err := r.hostWorkspace(); err != nil {
 			return err
@@ -369,8 +355,6 @@ func (r *run) plan() error {
 			w.file(path.Join(sandbox.WorkspaceDir, f.Path), f.Content, mode, uid, uid)
 		}
 	}
-	w.op(nsinit.OpHostname, "sandbox")
-	w.op(nsinit.OpLoopback)
 	w.op(nsinit.OpUser, strconv.Itoa(uid), strconv.Itoa(uid))
 	if s.Stdin == nil {
 		w.op(nsinit.OpStdinNull)
@@ -381,8 +365,6 @@ func (r *run) plan() error {
 	}
 	w.op(nsinit.OpCwd, dir)
 	r.rlimits()
-	w.head(nsinit.OpSeccomp, 1)
-	w.arg(b.filter)
 	w.op(nsinit.OpArgv, s.Args...)
 	w.op(nsinit.OpEnv, s.Env...)
 	if len(w.buf) > nsinit.MaxConfig {
@@ -404,8 +386,12 @@ func tmpfsOptions(size int64, mode os.FileMode, uid int) string {
 const maxInodes = 16384
 
 // mount adds one toolchain mount. A host symlink is recreated as the same
-// link; anything else is bind-mounted.
+// link; anything else is bind-mounted. The mounts every sandbox has from
+// its first phase are not mounted again.
 func (r *run) mount(m sandbox.Mount) error {
+	if r.b.shared[m] {
+		return nil
+	}
 	target := m.TargetPath()
 	fi, err := os.Lstat(m.Source)
 	if err != nil {
@@ -419,11 +405,19 @@ func (r *run) mount(m sandbox.Mount) error {
 		r.setup.op(nsinit.OpSymlink, link, target)
 		return nil
 	}
+	// The init opens the source through the host's tree after it has
+	// pivoted, where an absolute link in the path would resolve inside
+	// the sandbox: resolve links here, on the host.
+	src, err := filepath.EvalSymlinks(m.Source)
+	if err != nil {
+		return fmt.Errorf("%w: mount source: %w", sandbox.ErrSetup, err)
+	}
+	r.sources = append(r.sources, src)
 	mode := "ro"
 	if m.Writable {
 		mode = "rw"
 	}
-	r.setup.op(nsinit.OpBind, m.Source, target, mode)
+	r.setup.op(nsinit.OpBind, src, target, mode)
 	return nil
 }
 

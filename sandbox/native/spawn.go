@@ -28,6 +28,8 @@ type started struct {
 	waited chan *os.ProcessState
 	// group is the init's cgroup, or nil without cgroups.
 	group *cgroup.Group
+	// opened are the bind sources the init opened in its first phase.
+	opened map[string]bool
 	// The parent's ends of the init's pipes.
 	stdin, stdout, stderr, config, status *os.File
 	once                                  sync.Once
@@ -36,7 +38,7 @@ type started struct {
 // spawn starts a sandbox init. Creating namespaces (a network namespace
 // above all) is the slowest part of a run, and an init can be started
 // before its run is known: see warmPool.
-func (b *Backend) spawn() (_ *started, retErr error) {
+func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 	var parent, child []*os.File
 	var group *cgroup.Group
 	if b.cgroups != nil {
@@ -102,6 +104,13 @@ func (b *Backend) spawn() (_ *started, retErr error) {
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
+	first, opened := b.firstPhase(extra)
+	s.opened = opened
+	if _, err := s.config.Write(first); err != nil {
+		s.kill()
+		s.close()
+		return nil, fmt.Errorf("%w: unable to send the sandbox's first phase: %w", sandbox.ErrSetup, err)
+	}
 	return s, nil
 }
 
@@ -117,6 +126,15 @@ func (s *started) wait() *os.ProcessState {
 	st := <-s.waited
 	s.waited <- st
 	return st
+}
+
+// discard kills the init and removes its cgroup.
+func (s *started) discard() {
+	s.kill()
+	s.close()
+	if s.group != nil {
+		_ = s.group.Destroy()
+	}
 }
 
 // close releases the parent's ends of the pipes.
@@ -195,7 +213,7 @@ func (b *Backend) startPool(size int) {
 			case <-p.quit:
 				return
 			}
-			s, err := b.spawn()
+			s, err := b.spawn(nil)
 			if err != nil {
 				<-p.slots
 				b.log.Warn("unable to start a sandbox ahead of need", "error", err)
@@ -213,10 +231,11 @@ func (b *Backend) startPool(size int) {
 	}()
 }
 
-// take returns a started init limited for a run: a warm one when there is
-// one, else a new one.
-func (b *Backend) take(lim sandbox.Limits) (*started, error) {
-	s, err := b.warm()
+// take returns a started init limited for a run that binds sources: a warm
+// one when there is one that can reach them, else a new one.
+func (b *Backend) take(lim sandbox.Limits, sources []string) (*started, error) {
+	b.learn(sources)
+	s, err := b.warm(sources)
 	if err != nil {
 		return nil, err
 	}
@@ -227,35 +246,52 @@ func (b *Backend) take(lim sandbox.Limits) (*started, error) {
 			CPUs:      lim.CPUs,
 		})
 		if err != nil {
-			s.kill()
-			s.close()
-			_ = s.group.Destroy()
+			s.discard()
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
 	return s, nil
 }
 
-func (b *Backend) warm() (*started, error) {
+func (b *Backend) warm(sources []string) (*started, error) {
 	if b.pool != nil {
 		for {
 			select {
 			case s := <-b.pool.ready:
 				<-b.pool.slots
-				if s.alive() {
+				if !s.alive() {
+					s.discard()
+					continue
+				}
+				if s.reaches(sources) {
 					return s, nil
 				}
-				s.close()
-				if s.group != nil {
-					_ = s.group.Destroy()
+				// Keep it for a run it suits; this one needs a source
+				// only a new init can open.
+				select {
+				case b.pool.slots <- struct{}{}:
+					b.pool.ready <- s
+				default:
+					s.discard()
 				}
-				continue
+				return b.spawn(sources)
 			default:
 			}
 			break
 		}
 	}
-	return b.spawn()
+	return b.spawn(sources)
+}
+
+// reaches reports whether the init can open every source: it opened it in
+// its first phase, or anyone may reach it.
+func (s *started) reaches(sources []string) bool {
+	for _, src := range sources {
+		if !s.opened[src] && !traversable(src) {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops the inits started ahead of need and waits for the teardown
@@ -272,11 +308,7 @@ func (b *Backend) Close() error {
 		for {
 			select {
 			case s := <-b.pool.ready:
-				s.kill()
-				s.close()
-				if s.group != nil {
-					_ = s.group.Destroy()
-				}
+				s.discard()
 				continue
 			default:
 			}

@@ -54,3 +54,8 @@ func (s *setup) file(path string, content []byte, mode uint32, uid, gid int) {
 func (s *setup) rlimit(resource int, soft, hard uint64) {
 	s.op(nsinit.OpRlimit, strconv.Itoa(resource), strconv.FormatUint(soft, 10), strconv.FormatUint(hard, 10))
 }
+
+// frame prefixes one phase of the setup with its length.
+func frame(ops []byte) []byte {
+	return append(binary.NativeEndian.AppendUint32(make([]byte, 0, 4+len(ops)), uint32(len(ops))), ops...)
+}

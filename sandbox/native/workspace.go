@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +42,12 @@ func (r *run) hostWorkspace() error {
 		}
 	}
 	_ = dir
-	r.setup.op(nsinit.OpBind, s.Workspace, sandbox.WorkspaceDir, "rw")
+	src, err := filepath.EvalSymlinks(s.Workspace)
+	if err != nil {
+		return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
+	}
+	r.sources = append(r.sources, src)
+	r.setup.op(nsinit.OpBind, src, sandbox.WorkspaceDir, "rw")
 	return nil
 }
 

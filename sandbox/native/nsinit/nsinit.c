@@ -83,13 +83,27 @@ struct op {
 	uint32_t code;
 	uint32_t argc;
 	struct arg *argv;
-	int fd; // OP_BIND: the source, opened before the init gives up host root
 };
+
+struct source {
+	const char *path;
+	int fd;
+};
+
+#define MAX_SOURCES 256
+#define OLD_ROOT "/.oldroot"
 
 struct config {
 	struct op *ops;
 	size_t nops;
+	// root is where the new root is built: the staging mount point during
+	// the first phase, "" once the init has pivoted into it.
 	char root[PATH_MAX];
+	// old is where the host's tree is reachable: "" before the pivot,
+	// OLD_ROOT after it until the second phase detaches it.
+	const char *old;
+	struct source sources[MAX_SOURCES];
+	int nsources;
 };
 
 static int status_fd = NSINIT_STATUS_FD;
@@ -115,31 +129,39 @@ static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt
 	_exit(125);
 }
 
-static char *read_all(int fd, size_t *size)
+// read_full reads exactly n bytes.
+static void read_full(int fd, char *buf, size_t n)
 {
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	if (!buf)
-		fail("config: out of memory");
-	for (;;) {
-		if (len == cap) {
-			if (cap >= NSINIT_MAX_CONFIG)
-				fail("config: larger than %u bytes", NSINIT_MAX_CONFIG);
-			cap *= 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				fail("config: out of memory");
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0) {
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			fail("config: read");
 		}
-		if (n == 0)
-			break;
-		len += n;
+		if (r == 0) {
+			errno = 0;
+			fail("config: truncated frame");
+		}
+		got += (size_t)r;
 	}
+}
+
+// read_frame reads one frame of the setup stream: a u32 length, then that
+// many bytes of operations.
+static char *read_frame(int fd, size_t *size)
+{
+	uint32_t len;
+	read_full(fd, (char *)&len, sizeof len);
+	if (len > NSINIT_MAX_CONFIG) {
+		errno = 0;
+		fail("config: frame of %u bytes, more than %u", len, NSINIT_MAX_CONFIG);
+	}
+	char *buf = malloc(len + 1);
+	if (!buf)
+		fail("config: out of memory");
+	read_full(fd, buf, len);
 	*size = len;
 	return buf;
 }
@@ -159,6 +181,7 @@ static uint32_t take_u32(const char *buf, size_t size, size_t *off)
 static void parse(char *buf, size_t size, struct config *c)
 {
 	size_t off = 0, cap = 64;
+	c->nops = 0;
 	c->ops = calloc(cap, sizeof *c->ops);
 	if (!c->ops)
 		fail("config: out of memory");
@@ -277,28 +300,49 @@ static void set_readonly(const char *path, const char *label, int writable)
 		fail("remount %.256s read-only", label);
 }
 
+// source_fd finds the descriptor opened for a bind source in the first
+// phase, or opens it now through the old root.
+static int source_fd(const struct config *c, const char *path, int *own)
+{
+	for (int i = 0; i < c->nsources; i++) {
+		if (strcmp(c->sources[i].path, path) == 0) {
+			*own = 0;
+			return c->sources[i].fd;
+		}
+	}
+	char p[PATH_MAX];
+	join(p, c->old, path);
+	int fd = open(p, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		fail("open bind source %.256s", path);
+	*own = 1;
+	return fd;
+}
+
 static void op_bind(const struct config *c, const struct op *o)
 {
 	want_args(o, 3);
 	char dst[PATH_MAX], src[64];
 	struct stat st;
-	int writable = strcmp(o->argv[2].s, "rw") == 0;
+	int writable = strcmp(o->argv[2].s, "rw") == 0, own;
+	int fd = source_fd(c, o->argv[0].s, &own);
 	in_root(c, o->argv[1].s, dst);
-	if (fstat(o->fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		fail("bind %.256s", o->argv[0].s);
-	snprintf(src, sizeof src, "/proc/self/fd/%d", o->fd);
+	snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
 	make_parent(c->root, dst);
 	if (S_ISDIR(st.st_mode)) {
 		mkdir_all(c->root, dst, 0755);
 	} else {
-		int fd = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd < 0)
+		int t = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (t < 0)
 			fail("bind target %.256s", o->argv[1].s);
-		close(fd);
+		close(t);
 	}
 	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 		fail("bind %.256s on %.256s", o->argv[0].s, o->argv[1].s);
-	close(o->fd);
+	if (own)
+		close(fd);
 	set_readonly(dst, o->argv[1].s, writable);
 }
 
@@ -338,8 +382,10 @@ static void op_dev(const struct config *c, const struct op *o)
 		errno = 0;
 		fail("config: bad device name");
 	}
-	join(src, "/dev/", o->argv[0].s);
-	in_root(c, src, dst);
+	char dev[64];
+	join(dev, "/dev/", o->argv[0].s);
+	in_root(c, dev, dst);
+	join(src, c->old, dev);
 	int fd = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		fail("create /dev/%.64s", o->argv[0].s);
@@ -396,18 +442,37 @@ static void loopback_up(void)
 	close(s);
 }
 
-static void enter_root(const struct config *c)
+// pivot makes the new root the init's root at the end of the first phase.
+// The host's tree stays reachable at OLD_ROOT until the second phase has
+// bound what the run needs from it.
+static void pivot(struct config *c)
 {
+	char old[PATH_MAX];
+	join(old, c->root, OLD_ROOT);
+	if (mkdir(old, 0700) < 0)
+		fail("mkdir %s", OLD_ROOT);
 	if (chdir(c->root) < 0)
 		fail("chdir root");
-	if (syscall(SYS_pivot_root, ".", ".") < 0)
+	if (syscall(SYS_pivot_root, ".", "." OLD_ROOT) < 0)
 		fail("pivot_root");
-	// The old root is stacked under the new one; detach it so nothing of
-	// the host's tree stays reachable.
-	if (umount2(".", MNT_DETACH) < 0)
-		fail("detach old root");
 	if (chdir("/") < 0)
 		fail("chdir /");
+	c->root[0] = '\0';
+	c->old = OLD_ROOT;
+}
+
+// seal detaches the host's tree and makes the root read-only, once the
+// second phase is done.
+static void seal(struct config *c)
+{
+	for (int i = 0; i < c->nsources; i++)
+		close(c->sources[i].fd);
+	c->nsources = 0;
+	if (umount2(OLD_ROOT, MNT_DETACH) < 0)
+		fail("detach old root");
+	if (rmdir(OLD_ROOT) < 0)
+		fail("rmdir %s", OLD_ROOT);
+	c->old = NULL;
 	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
 		fail("remount / read-only");
 }
@@ -526,22 +591,39 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 	child_fail(errfd, "exec");
 }
 
-// open_sources opens every bind source while the init still has the host
-// identity it was started with, then takes the identity of root inside the
-// namespace. As root on the host the init starts as host uid 0 without any
-// capability outside its namespaces: that lets it reach toolchains below
-// directories such as /root, and nothing else, before it becomes an
-// unprivileged host uid for everything that follows.
+static void preopen(struct config *c, const char *path)
+{
+	for (int i = 0; i < c->nsources; i++)
+		if (strcmp(c->sources[i].path, path) == 0)
+			return;
+	if (c->nsources == MAX_SOURCES) {
+		errno = 0;
+		fail("more than %d bind sources", MAX_SOURCES);
+	}
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		fail("open bind source %.256s", path);
+	c->sources[c->nsources].path = path;
+	c->sources[c->nsources].fd = fd;
+	c->nsources++;
+}
+
+// open_sources opens the first phase's bind sources, and those it was told
+// later runs may need, while the init still has the host identity it was
+// started with; then it takes the identity of root inside the namespace.
+// As root on the host the init starts as host uid 0 without any capability
+// outside its namespaces: that lets it reach toolchains below directories
+// such as /root, and nothing else, before it becomes an unprivileged host
+// uid for everything that follows.
 static void open_sources(struct config *c)
 {
 	for (size_t i = 0; i < c->nops; i++) {
-		struct op *o = &c->ops[i];
-		if (o->code != OP_BIND)
-			continue;
-		want_args(o, 3);
-		o->fd = open(o->argv[0].s, O_PATH | O_CLOEXEC);
-		if (o->fd < 0)
-			fail("open bind source %.256s", o->argv[0].s);
+		const struct op *o = &c->ops[i];
+		if (o->code == OP_BIND || o->code == OP_PREOPEN) {
+			if (o->argc < 1)
+				fail("config: op %u without a source", o->code);
+			preopen(c, o->argv[0].s);
+		}
 	}
 	if (setgroups(0, NULL) < 0 && errno != EPERM)
 		fail("setgroups");
@@ -551,14 +633,10 @@ static void open_sources(struct config *c)
 		fail("setresuid");
 }
 
-static void __attribute__((noreturn)) run(struct config *c)
+// apply carries out the operations of one phase. The program's own
+// settings are only recorded in plan; they take effect in its process.
+static void apply(struct config *c, struct exec_plan *plan)
 {
-	struct exec_plan plan = {0};
-	const char *hostname = NULL;
-	int loopback = 0;
-
-	open_sources(c);
-
 	for (size_t i = 0; i < c->nops; i++) {
 		const struct op *o = &c->ops[i];
 		char path[PATH_MAX];
@@ -567,8 +645,14 @@ static void __attribute__((noreturn)) run(struct config *c)
 			if (unshare(CLONE_NEWCGROUP) < 0)
 				fail("unshare cgroup namespace");
 			break;
+		case OP_PREOPEN:
+			break;
 		case OP_ROOT:
 			want_args(o, 1);
+			if (c->old && c->old[0]) {
+				errno = 0;
+				fail("config: root after pivot");
+			}
 			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 				fail("make mounts private");
 			if (snprintf(c->root, sizeof c->root, "%s", o->argv[0].s) >= (int)sizeof c->root)
@@ -613,57 +697,83 @@ static void __attribute__((noreturn)) run(struct config *c)
 			break;
 		case OP_HOSTNAME:
 			want_args(o, 1);
-			hostname = o->argv[0].s;
+			if (sethostname(o->argv[0].s, o->argv[0].len) < 0)
+				fail("sethostname");
 			break;
 		case OP_LOOPBACK:
-			loopback = 1;
+			loopback_up();
 			break;
 		case OP_RLIMIT:
 			want_args(o, 3);
-			if (plan.nrlimits == (int)(sizeof plan.rlimits / sizeof plan.rlimits[0]))
+			if (plan->nrlimits == (int)(sizeof plan->rlimits / sizeof plan->rlimits[0]))
 				fail("too many rlimits");
-			plan.rlimits[plan.nrlimits++] = o;
+			plan->rlimits[plan->nrlimits++] = o;
 			break;
 		case OP_USER:
 			want_args(o, 2);
-			plan.user = o;
+			plan->user = o;
 			break;
 		case OP_CWD:
 			want_args(o, 1);
-			plan.cwd = o;
+			plan->cwd = o;
 			break;
 		case OP_SECCOMP:
 			want_args(o, 1);
 			if (o->argv[0].len == 0 || o->argv[0].len % sizeof(struct sock_filter) != 0 ||
 			    o->argv[0].len / sizeof(struct sock_filter) > BPF_MAXINSNS)
 				fail("bad seccomp program");
-			plan.seccomp = o;
+			plan->seccomp = o;
 			break;
 		case OP_ARGV:
 			if (o->argc == 0)
 				fail("empty argv");
-			plan.argv = o;
+			plan->argv = o;
 			break;
 		case OP_ENV:
-			plan.env = o;
+			plan->env = o;
 			break;
 		case OP_STDIN_NULL:
-			plan.stdin_null = 1;
+			plan->stdin_null = 1;
 			break;
 		default:
 			errno = 0;
 			fail("config: unknown op %u", o->code);
 		}
 	}
-	if (!c->root[0] || !plan.user || !plan.cwd || !plan.seccomp || !plan.argv || !plan.env) {
+}
+
+// run builds the sandbox in two phases and runs the program. The first
+// phase, which every run shares, can be done before the run is known: the
+// backend starts inits ahead of need, and each then waits, pivoted into
+// its new root, for the second phase, which holds what is particular to
+// its run.
+static void __attribute__((noreturn)) run(void)
+{
+	static struct config c;
+	struct exec_plan plan = {0};
+	size_t size;
+	char *buf;
+
+	c.old = "";
+	buf = read_frame(NSINIT_CONFIG_FD, &size);
+	parse(buf, size, &c);
+	open_sources(&c);
+	apply(&c, &plan);
+	if (!c.root[0]) {
+		errno = 0;
+		fail("config: the first phase has no root");
+	}
+	pivot(&c);
+
+	buf = read_frame(NSINIT_CONFIG_FD, &size);
+	close(NSINIT_CONFIG_FD);
+	parse(buf, size, &c);
+	apply(&c, &plan);
+	seal(&c);
+	if (!plan.user || !plan.cwd || !plan.seccomp || !plan.argv || !plan.env) {
 		errno = 0;
 		fail("config: incomplete");
 	}
-	enter_root(c);
-	if (hostname && sethostname(hostname, strlen(hostname)) < 0)
-		fail("sethostname");
-	if (loopback)
-		loopback_up();
 
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -716,11 +826,5 @@ __attribute__((constructor)) static void nsinit(int argc, char **argv, char **en
 	(void)envp;
 	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], NSINIT_ARGV0) != 0)
 		return;
-	size_t size;
-	char *buf = read_all(NSINIT_CONFIG_FD, &size);
-	close(NSINIT_CONFIG_FD);
-	struct config c;
-	memset(&c, 0, sizeof c);
-	parse(buf, size, &c);
-	run(&c);
+	run();
 }

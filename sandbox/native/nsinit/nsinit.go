@@ -38,6 +38,7 @@ const (
 	OpEnv       = C.OP_ENV
 	OpDev       = C.OP_DEV
 	OpStdinNull = C.OP_STDIN_NULL
+	OpPreopen   = C.OP_PREOPEN
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

@@ -1,8 +1,10 @@
 /* The wire format between the native backend (Go) and the sandbox init.
- * The parent writes a sequence of operations to fd 3 and closes it; the init
- * reads it to EOF. Each operation is: u32 op, u32 argc, then argc times
- * (u32 len, len bytes, one NUL). Integers are in host byte order: both ends
- * are the same binary on the same machine. */
+ * The parent writes two frames to fd 3, each a u32 length and that many
+ * bytes of operations: the first phase (shared by every run, and sent when
+ * the init is started ahead of need) and the second (the run's own). Each
+ * operation is: u32 op, u32 argc, then argc times (u32 len, len bytes, one
+ * NUL). Integers are in host byte order: both ends are the same binary on
+ * the same machine. */
 #ifndef CODERUNNER_NSINIT_H
 #define CODERUNNER_NSINIT_H
 
@@ -25,6 +27,7 @@ enum nsinit_op {
 	OP_ENV = 16,     /* env... */
 	OP_DEV = 17,     /* name: bind /dev/<name> from the host */
 	OP_STDIN_NULL = 18, /* (none): the program reads /dev/null */
+	OP_PREOPEN = 19, /* path: open a bind source a later phase may use */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"
