@@ -1,0 +1,273 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// spec is the parsed OpenAPI document.
+var spec = func() map[string]any {
+	var m map[string]any
+	if err := yaml.Unmarshal(OpenAPI, &m); err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// resolve follows a local $ref ("#/components/...").
+func resolve(node any) any {
+	for {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return node
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return node
+		}
+		var cur any = spec
+		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+			cur = cur.(map[string]any)[part]
+		}
+		node = cur
+	}
+}
+
+// checkContract fails the test when the answer rec to method path is not
+// one the document describes: an undocumented status, a missing header,
+// or a JSON body that does not match the schema.
+func checkContract(t *testing.T, method, path string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	item, ok := spec["paths"].(map[string]any)[path].(map[string]any)
+	if !ok {
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s %s: undocumented path answered %d", method, path, rec.Code)
+		}
+		checkSchema(t, "404", rec.Body.Bytes(), spec["components"].(map[string]any)["schemas"].(map[string]any)["Error"])
+		return
+	}
+	op, ok := item[strings.ToLower(method)].(map[string]any)
+	if !ok {
+		// A method the path does not have: every path documents 405.
+		for _, o := range item {
+			op = o.(map[string]any)
+			break
+		}
+	}
+	resp, ok := op["responses"].(map[string]any)[strconv.Itoa(rec.Code)]
+	if !ok {
+		t.Errorf("%s %s: status %d is not documented", method, path, rec.Code)
+		return
+	}
+	r := resolve(resp).(map[string]any)
+	if hs, ok := r["headers"].(map[string]any); ok {
+		for h := range hs {
+			if rec.Header().Get(h) == "" {
+				t.Errorf("%s %s %d: header %s is documented but missing", method, path, rec.Code, h)
+			}
+		}
+	}
+	content := r["content"].(map[string]any)
+	if c, ok := content["application/json"].(map[string]any); ok {
+		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("%s %s %d: Content-Type %q, want JSON", method, path, rec.Code, ct)
+		}
+		checkSchema(t, fmt.Sprintf("%s %s %d", method, path, rec.Code), rec.Body.Bytes(), c["schema"])
+		return
+	}
+	for ct := range content {
+		if got := rec.Header().Get("Content-Type"); !strings.HasPrefix(got, ct) {
+			t.Errorf("%s %s %d: Content-Type %q, want %s", method, path, rec.Code, got, ct)
+		}
+	}
+}
+
+func checkSchema(t *testing.T, what string, body []byte, schema any) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Errorf("%s: body is not JSON: %v: %q", what, err, body)
+		return
+	}
+	for _, e := range validate(v, schema, "$") {
+		t.Errorf("%s: %s", what, e)
+	}
+}
+
+// validate checks v against the subset of JSON Schema the document uses:
+// type (one or a list), enum, properties, required, additionalProperties
+// false, items, pattern, allOf and $ref.
+func validate(v, schema any, at string) []string {
+	s, ok := resolve(schema).(map[string]any)
+	if !ok {
+		return nil
+	}
+	var errs []string
+	for _, sub := range asList(s["allOf"]) {
+		sub := resolve(sub).(map[string]any)
+		// allOf members are checked without their closedness, which the
+		// combining schema decides.
+		open := map[string]any{}
+		for k, val := range sub {
+			if k != "additionalProperties" {
+				open[k] = val
+			}
+		}
+		errs = append(errs, validate(v, open, at)...)
+	}
+	if t, ok := s["type"]; ok {
+		types := asList(t)
+		if !slices.ContainsFunc(types, func(want any) bool { return hasType(v, want.(string)) }) {
+			return append(errs, fmt.Sprintf("%s: %s is not of type %v", at, short(v), types))
+		}
+	}
+	if e, ok := s["enum"]; ok && !slices.ContainsFunc(asList(e), func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+		errs = append(errs, fmt.Sprintf("%s: %s is not one of %v", at, short(v), e))
+	}
+	if p, ok := s["pattern"].(string); ok {
+		if str, ok := v.(string); ok && !regexp.MustCompile(p).MatchString(str) {
+			errs = append(errs, fmt.Sprintf("%s: %q does not match %s", at, str, p))
+		}
+	}
+	switch val := v.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		for _, r := range asList(s["required"]) {
+			if _, ok := val[r.(string)]; !ok {
+				errs = append(errs, fmt.Sprintf("%s: required field %s is missing", at, r))
+			}
+		}
+		closed := s["additionalProperties"] == false
+		for k, fv := range val {
+			ps, ok := props[k]
+			if !ok {
+				if closed {
+					errs = append(errs, fmt.Sprintf("%s: field %s is not documented", at, k))
+				}
+				continue
+			}
+			errs = append(errs, validate(fv, ps, at+"."+k)...)
+		}
+	case []any:
+		if items, ok := s["items"]; ok {
+			for i, x := range val {
+				errs = append(errs, validate(x, items, fmt.Sprintf("%s[%d]", at, i))...)
+			}
+		}
+	}
+	return errs
+}
+
+func asList(x any) []any {
+	switch l := x.(type) {
+	case nil:
+		return nil
+	case []any:
+		return l
+	}
+	return []any{x}
+}
+
+func hasType(v any, t string) bool {
+	switch t {
+	case "null":
+		return v == nil
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "number":
+		_, ok := v.(float64)
+		return ok
+	case "integer":
+		f, ok := v.(float64)
+		return ok && f == float64(int64(f))
+	}
+	return false
+}
+
+func short(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// TestOpenAPIDocument checks the document itself: it parses, says 3.1,
+// and documents every route the server has.
+func TestOpenAPIDocument(t *testing.T) {
+	if v, _ := spec["openapi"].(string); !strings.HasPrefix(v, "3.1") {
+		t.Errorf("openapi version %q", v)
+	}
+	paths := spec["paths"].(map[string]any)
+	for _, p := range []string{"/execute", "/v1/run", "/v1/judge", "/health", "/metrics", "/openapi.yaml"} {
+		if _, ok := paths[p]; !ok {
+			t.Errorf("%s is not documented", p)
+		}
+	}
+	// Every $ref resolves.
+	var walk func(any)
+	walk = func(n any) {
+		switch x := n.(type) {
+		case map[string]any:
+			if _, ok := x["$ref"]; ok {
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							t.Errorf("unresolvable $ref %v", x["$ref"])
+						}
+					}()
+					if resolve(x) == nil {
+						t.Errorf("unresolvable $ref %v", x["$ref"])
+					}
+				}()
+			}
+			for _, v := range x {
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(spec)
+}
+
+func TestValidatorCatchesMismatches(t *testing.T) {
+	schema := map[string]any{"$ref": "#/components/schemas/Error"}
+	for _, tc := range []struct {
+		body string
+		bad  bool
+	}{
+		{`{"error":{"code":"bad_request","message":"m","request_id":"r"}}`, false},
+		{`{"error":{"code":"bad_request","message":"m"}}`, true},
+		{`{"error":{"code":"nope","message":"m","request_id":"r"}}`, true},
+		{`{"error":{"code":"bad_request","message":1,"request_id":"r"}}`, true},
+		{`{"error":{"code":"bad_request","message":"m","request_id":"r","stack":"x"}}`, true},
+	} {
+		var v any
+		_ = json.Unmarshal([]byte(tc.body), &v)
+		if errs := validate(v, schema, "$"); (len(errs) > 0) != tc.bad {
+			t.Errorf("%s: errors %v, want bad=%v", tc.body, errs, tc.bad)
+		}
+	}
+}

@@ -1,0 +1,30 @@
+// Package httpapi is coderunner's HTTP service (contract §6): spec 002's
+// POST /execute, spec 004's POST /v1/run, spec 000's POST /v1/judge, and
+// GET /health, GET /metrics and GET /openapi.yaml.
+//
+// Executions of every endpoint share the running slots (by default one per
+// core) and a bounded queue (by default max(10, 4 × cores) waiting
+// requests); a request that finds both full is refused with 503 and
+// Retry-After before any work is done, and a request once queued is never
+// dropped. An /execute request runs to its end even when its client
+// leaves, since its result is owed to the control plane; /v1/run and
+// /v1/judge stop when their client leaves.
+//
+// Errors are JSON {"error": {"code", "message", "request_id"}}, with a
+// request id on every one (the X-Request-ID the client sent when it is
+// safe, else a fresh one, echoed in the response header). A panic in a
+// handler is answered 500 with that body; its stack goes to the log only.
+//
+// With an API token (CODERUNNER_API_TOKEN) every endpoint but /health,
+// /metrics and /openapi.yaml requires "Authorization: Bearer <token>",
+// compared in constant time. Those three stay open so that probes and
+// scrapers need no secret; they reveal no code, input or output.
+//
+// Serve runs until its context ends. The cause of the context, an
+// *ExitStatus such as ExitSIGTERM, says how: /health turns 503 and new
+// executions are refused at once; running and queued /execute executions
+// are stopped and reported crashed; pending results get what is left of
+// the grace period (2 s by default) to reach the control plane, then the
+// exited callback is sent, all within the grace period, and the listener
+// closes.
+package httpapi

@@ -1,0 +1,344 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/lang"
+)
+
+// tracked remembers the error of the body it reads, so that a body cut at
+// MaxBytesReader's limit is told apart from malformed JSON whatever the
+// decoder made of it.
+type tracked struct {
+	r   io.Reader
+	err error
+}
+
+func (t *tracked) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.err = err
+	}
+	return n, err
+}
+
+// body caps r's body and returns it tracked.
+func (s *Server) body(w http.ResponseWriter, r *http.Request) *tracked {
+	r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	return &tracked{r: r.Body}
+}
+
+// tooLarge answers 413 when the body went over its limit.
+func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, t *tracked) bool {
+	var mbe *http.MaxBytesError
+	if errors.As(t.err, &mbe) {
+		writeError(w, r, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			fmt.Sprintf("body: more than %d bytes", mbe.Limit))
+		return true
+	}
+	return false
+}
+
+// handleExecute is spec 002's POST /execute. The execution does not
+// depend on the client's connection: once accepted it runs to its end (or
+// to the shutdown) and its result goes to the control plane.
+func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
+	body := s.body(w, r)
+	req, err := executor.DecodeRequest(body)
+	if err != nil {
+		if s.tooLarge(w, r, body) {
+			return
+		}
+		status, code := http.StatusBadRequest, CodeBadRequest
+		if errors.Is(err, executor.ErrTooLarge) {
+			status, code = http.StatusRequestEntityTooLarge, CodePayloadTooLarge
+		}
+		writeError(w, r, status, code, err.Error())
+		return
+	}
+	done, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	defer done()
+
+	ctx := s.runCtx
+	release, err := s.gate.acquire(ctx)
+	switch {
+	case errors.Is(err, errQueueFull):
+		s.queueFull(w, r)
+		return
+	case err != nil:
+		// Shut down while it waited: it is owed a result all the same.
+		res := executor.CrashedResult(req.ExecutionID, fmt.Sprintf("execution interrupted: %v", context.Cause(ctx)))
+		s.finishExecute(w, r, res, 0)
+		return
+	}
+	start := time.Now()
+	stopHeartbeats := func() {}
+	if s.rep != nil {
+		stopHeartbeats = s.rep.Heartbeat(req.ExecutionID)
+	}
+	res := s.exec.Run(ctx, req)
+	stopHeartbeats()
+	release()
+	s.finishExecute(w, r, res, time.Since(start))
+}
+
+// finishExecute counts, reports and answers one /execute result. The
+// result is handed to the reporter, which stores and sends it in the
+// background: the answer never waits for the control plane.
+func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *executor.Result, took time.Duration) {
+	s.metrics.finished("execute", string(res.Status), res.Reason, took)
+	if s.rep != nil {
+		if err := s.rep.Result(res.ExecutionID, res); err != nil {
+			s.log.Error("unable to report a result", "event", "report_failed", "execution_id", res.ExecutionID,
+				"request_id", requestID(r.Context()), "error", err)
+		}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// runRequest is the /v1/run body (contract §6).
+type runRequest struct {
+	Language  string                  `json:"language"`
+	Code      string                  `json:"code"`
+	Stdin     string                  `json:"stdin"`
+	Timeout   *float64                `json:"timeout"`
+	SessionID *string                 `json:"session_id"`
+	Limits    execute.ExecutionLimits `json:"limits"`
+}
+
+// handleRun is spec 004's POST /v1/run.
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	body := s.body(w, r)
+	var rr runRequest
+	if err := decodeJSON(body, &rr); err != nil {
+		if !s.tooLarge(w, r, body) {
+			writeError(w, r, http.StatusBadRequest, CodeBadRequest, err.Error())
+		}
+		return
+	}
+	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
+	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
+		req.Limits.TimeLimit = *rr.Timeout
+	}
+	if err := precheckRun(req); err != nil {
+		s.refuseRun(w, r, err, rr.Timeout != nil)
+		return
+	}
+	if s.runner == nil {
+		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/run is not configured on this server")
+		return
+	}
+	ctx, release, ok := s.clientRun(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	start := time.Now()
+	res, err := s.runner.Execute(ctx, req)
+	switch {
+	case ctx.Err() != nil:
+		s.cancelled(w, r)
+	case err != nil:
+		s.refuseRun(w, r, err, rr.Timeout != nil)
+	default:
+		reason := ""
+		if res.Status != execute.StatusSuccess {
+			reason = string(res.Status)
+			if res.Verdict != "" {
+				reason = string(res.Verdict)
+			}
+		}
+		s.metrics.finished("run", string(res.Status), reason, time.Since(start))
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// precheckRun refuses what can be refused before taking a slot; the
+// language is checked by the runner.
+func precheckRun(req execute.Request) error {
+	switch {
+	case strings.TrimSpace(req.Code) == "":
+		return execute.ErrEmptyCode
+	case len(req.Code) > execute.MaxCodeBytes:
+		return execute.ErrCodeTooLarge
+	case len(req.Stdin) > execute.MaxStdinBytes:
+		return execute.ErrStdinTooLarge
+	case strings.TrimSpace(req.Language) == "":
+		return fmt.Errorf("%w: language is required", lang.ErrUnknownLanguage)
+	}
+	if req.SessionID != nil {
+		if err := execute.ValidateSessionID(*req.SessionID); err != nil {
+			return err
+		}
+	}
+	return req.Limits.WithDefaults().Validate()
+}
+
+// refuseRun answers a refused /v1/run request naming the field.
+func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, viaTimeout bool) {
+	var le *execute.LimitError
+	status, code, field := http.StatusBadRequest, CodeBadRequest, ""
+	switch {
+	case errors.As(err, &le):
+		field = "limits." + le.Field
+		if le.Field == "time_limit" && viaTimeout {
+			field = "timeout"
+		}
+		err = errors.New(le.Reason)
+	case errors.Is(err, execute.ErrEmptyCode):
+		field = "code"
+	case errors.Is(err, execute.ErrCodeTooLarge):
+		status, code, field = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "code"
+	case errors.Is(err, execute.ErrStdinTooLarge):
+		status, code, field = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "stdin"
+	case errors.Is(err, execute.ErrInvalidSessionID):
+		field = "session_id"
+	case errors.Is(err, lang.ErrUnknownLanguage):
+		field = "language"
+	default:
+		s.log.Error("run failed", "event", "run_failed", "request_id", requestID(r.Context()), "error", err)
+		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
+		return
+	}
+	writeError(w, r, status, code, field+": "+err.Error())
+}
+
+// clientRun admits a request whose work ends when its client leaves or
+// the server drains, and takes a slot for it. ok is false when it was
+// answered already.
+func (s *Server) clientRun(w http.ResponseWriter, r *http.Request) (ctx context.Context, release func(), ok bool) {
+	done, ok := s.admit(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
+	free, err := s.gate.acquire(ctx)
+	if err != nil {
+		stop()
+		cancel(nil)
+		done()
+		if errors.Is(err, errQueueFull) {
+			s.queueFull(w, r)
+		} else {
+			s.cancelled(w, r)
+		}
+		return nil, nil, false
+	}
+	return ctx, func() {
+		free()
+		stop()
+		cancel(nil)
+		done()
+	}, true
+}
+
+// cancelled answers a request whose work was stopped: by the shutdown
+// (503), or by its client, who is gone and reads nothing.
+func (s *Server) cancelled(w http.ResponseWriter, r *http.Request) {
+	if s.runCtx.Err() != nil {
+		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, "the executor is shutting down")
+		return
+	}
+	s.log.Info("client left before its answer", "event", "client_gone", "request_id", requestID(r.Context()))
+}
+
+// judgeRefusal is a refused judge request: spec 000's ExecutionResult
+// (sandbox_error, VALIDATION_ERROR) with the service's error object beside
+// its fields, so that clients of either shape understand it.
+func judgeRefusal(r *http.Request, res judge.ExecutionResult, msg string) (map[string]json.RawMessage, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["error"], err = json.Marshal(errorDetail{Code: CodeValidation, Message: msg, RequestID: requestID(r.Context())})
+	return m, err
+}
+
+// handleJudge is spec 000's POST /v1/judge.
+func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
+	body := s.body(w, r)
+	req, err := judge.DecodeRequest(body)
+	if err != nil {
+		if s.tooLarge(w, r, body) {
+			return
+		}
+		if errors.Is(err, judge.ErrRequestTooLarge) {
+			writeError(w, r, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, err.Error())
+			return
+		}
+		s.refuseJudge(w, r, req.RequestID, err)
+		return
+	}
+	if err := req.WithDefaults().Validate(); err != nil {
+		s.refuseJudge(w, r, req.RequestID, err)
+		return
+	}
+	if s.judge == nil {
+		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/judge is not configured on this server")
+		return
+	}
+	ctx, release, ok := s.clientRun(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	start := time.Now()
+	res := s.judge.Execute(ctx, req)
+	if ctx.Err() != nil {
+		s.cancelled(w, r)
+		return
+	}
+	reason := ""
+	if res.Status != judge.StatusAllPassed {
+		reason = string(res.Status)
+	}
+	s.metrics.finished("judge", string(res.Status), reason, time.Since(start))
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) refuseJudge(w http.ResponseWriter, r *http.Request, id string, err error) {
+	m, merr := judgeRefusal(r, judge.InvalidRequestResult(id, err, 0), err.Error())
+	if merr != nil {
+		writeError(w, r, http.StatusBadRequest, CodeValidation, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusBadRequest, m)
+}
+
+// decodeJSON reads one JSON object into v, naming the field of a type
+// error. Unknown fields are ignored, as in every request of the service.
+func decodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	err := dec.Decode(v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return errors.New("body: empty; a JSON object is expected")
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Errorf("%s: must not be a JSON %s", te.Field, te.Value)
+	case err != nil:
+		return fmt.Errorf("body: malformed JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("body: unexpected data after the JSON object")
+	}
+	return nil
+}

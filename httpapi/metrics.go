@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the service's Prometheus collectors (spec 002's
+// execution_count, success_rate, failure_reasons, latency histograms and
+// active_executions gauge, and the queue depth).
+type metrics struct {
+	executions *prometheus.CounterVec
+	failures   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	reporting  *prometheus.HistogramVec
+	active     prometheus.Gauge
+	queued     prometheus.Gauge
+	refused    prometheus.Counter
+	requests   *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coderunner_executions_total",
+			Help: "Executions finished, by endpoint and status.",
+		}, []string{"endpoint", "status"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coderunner_execution_failures_total",
+			Help: "Executions that did not succeed, by endpoint and reason.",
+		}, []string{"endpoint", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "coderunner_execution_duration_seconds",
+			Help:    "Time from the start of an execution (after queueing) to its result.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"endpoint"}),
+		reporting: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "coderunner_report_duration_seconds",
+			Help:    "Time of one control plane call, by kind and outcome.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .2, .5, 1, 2.5, 5},
+		}, []string{"kind", "outcome"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "coderunner_active_executions",
+			Help: "Executions running now.",
+		}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "coderunner_queue_depth",
+			Help: "Executions waiting for a running slot.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "coderunner_queue_rejections_total",
+			Help: "Requests refused with 503 because every slot and the queue were full.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coderunner_http_requests_total",
+			Help: "HTTP requests, by route and status code.",
+		}, []string{"route", "code"}),
+	}
+	reg.MustRegister(m.executions, m.failures, m.duration, m.reporting, m.active, m.queued, m.refused, m.requests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// finished counts one execution.
+func (m *metrics) finished(endpoint, status, reason string, took time.Duration) {
+	m.executions.WithLabelValues(endpoint, status).Inc()
+	if reason != "" {
+		m.failures.WithLabelValues(endpoint, reason).Inc()
+	}
+	m.duration.WithLabelValues(endpoint).Observe(took.Seconds())
+}
+
+// Observe records one control plane call; it is the controlplane
+// package's Options.Observe.
+func (m *metrics) observeReport(kind string, took time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.reporting.WithLabelValues(kind, outcome).Observe(took.Seconds())
+}

@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// requestID is the id of the request ctx belongs to.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// observe gives every request its id, logs it, counts it, and turns a
+// panic into a 500 whose stack goes to the log only.
+func (s *Server) observe(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if !requestIDPattern.MatchString(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		rec := &recorder{ResponseWriter: w}
+		start := time.Now()
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("handler panicked", "event", "panic", "request_id", id, "path", r.URL.Path,
+					"error", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeError(rec, r, http.StatusInternalServerError, CodeInternal,
+						"internal error; quote request id "+id+" to the operator")
+				}
+			}
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.metrics.requests.WithLabelValues(route, fmt.Sprint(status)).Inc()
+			s.log.Log(r.Context(), levelFor(route), "request", "event", "http_request", "request_id", id,
+				"method", r.Method, "path", r.URL.Path, "status", status,
+				"duration_ms", time.Since(start).Milliseconds())
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// levelFor keeps probes and scrapes out of the info log.
+func levelFor(route string) slog.Level {
+	if route == "/health" || route == "/metrics" {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+// authorize requires the API token when one is set.
+func (s *Server) authorize(next http.Handler) http.Handler {
+	if s.tokenHash == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// Comparing digests keeps the time independent of the length of
+		// the token as well as of its content.
+		h := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(h[:], s.tokenHash) != 1 {
+			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readLimited caps the body at limit bytes; reading past it fails with an
+// *http.MaxBytesError, which tooLarge recognises.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+}
+
+// isTooLarge reports whether err came from a body over its limit.
+func isTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}

@@ -1,0 +1,428 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/judge"
+)
+
+// Executor runs spec 002 executions; *executor.Executor is one.
+type Executor interface {
+	Run(ctx context.Context, req executor.Request) *executor.Result
+}
+
+// Runner runs spec 004 executions; *execute.Executor is one.
+type Runner interface {
+	Execute(ctx context.Context, req execute.Request) (*execute.Result, error)
+}
+
+// Judge judges spec 000 requests; *judge.Judge is one.
+type Judge interface {
+	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
+}
+
+// Reporter sends the control plane callbacks; *controlplane.Reporter is
+// one.
+type Reporter interface {
+	Start() int
+	Ready(port int)
+	Heartbeat(executionID string) (stop func())
+	Result(executionID string, result any) error
+	Flush(ctx context.Context) error
+	Exited(ctx context.Context, exitCode int, reason string) error
+	Close() error
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes      = 8 << 20
+	DefaultShutdownGrace     = 2 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	// minQueue is the least number of waiting requests the queue holds
+	// by default (spec 002 SC-007: ten).
+	minQueue = 10
+)
+
+// Options configures a Server. Executor is required; a nil Runner or Judge
+// answers its endpoint with 503.
+type Options struct {
+	Executor Executor
+	Runner   Runner
+	Judge    Judge
+	// Reporter, when set, receives the control plane callbacks.
+	Reporter Reporter
+	// Logger receives JSON logs; nil discards them.
+	Logger *slog.Logger
+	// APIToken, when set, is required as "Authorization: Bearer" on the
+	// execution endpoints.
+	APIToken string
+	// MaxConcurrent is the number of executions running at once; zero
+	// means the number of CPUs.
+	MaxConcurrent int
+	// QueueSize is the number of executions that may wait; zero means
+	// max(10, 4 × CPUs).
+	QueueSize int
+	// MaxBodyBytes caps a request body; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ShutdownGrace is the time from the end of Serve's context to the
+	// exited callback; zero means DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// ReadHeaderTimeout bounds the reading of request headers; zero means
+	// DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// Backend and Version are shown by /health.
+	Backend, Version string
+	// Registry receives the metrics; nil means a registry of the server's
+	// own. /metrics serves it.
+	Registry *prometheus.Registry
+}
+
+// ExitStatus is the cause of a shutdown: give it to the cancellation of
+// Serve's context (context.WithCancelCause) to say how the process ends.
+type ExitStatus struct {
+	// Code is the exit status the process ends with (143 for SIGTERM).
+	Code int
+	// Reason is the exited callback's exit_reason ("sigterm").
+	Reason string
+}
+
+// Error describes the shutdown.
+func (e *ExitStatus) Error() string { return fmt.Sprintf("shutdown (%s, exit %d)", e.Reason, e.Code) }
+
+// The causes of the usual shutdowns.
+var (
+	ExitSIGTERM = &ExitStatus{Code: 143, Reason: "sigterm"}
+	ExitSIGINT  = &ExitStatus{Code: 130, Reason: "sigint"}
+	ExitNormal  = &ExitStatus{Code: 0, Reason: "shutdown"}
+)
+
+// state is where the server is in its life.
+type state int
+
+const (
+	stateStarting state = iota
+	stateReady
+	stateDraining
+)
+
+func (s state) String() string {
+	return [...]string{"starting", "ok", "draining"}[s]
+}
+
+// Server is the HTTP service. Build it with New, run it with Serve.
+type Server struct {
+	exec      Executor
+	runner    Runner
+	judge     Judge
+	rep       Reporter
+	log       *slog.Logger
+	tokenHash []byte
+	maxBody   int64
+	grace     time.Duration
+	rht       time.Duration
+	backend   string
+	version   string
+	slots     int
+	queue     int
+
+	gate     *gate
+	metrics  *metrics
+	registry *prometheus.Registry
+	handler  http.Handler
+
+	// runCtx is the context of every execution; it ends, with
+	// executor.ErrShutdown as cause, when the server drains.
+	runCtx   context.Context
+	stopRuns context.CancelCauseFunc
+
+	mu       sync.Mutex
+	state    state
+	inflight sync.WaitGroup
+}
+
+// New builds a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Executor == nil {
+		return nil, errors.New("httpapi: no executor")
+	}
+	s := &Server{
+		exec:     opts.Executor,
+		runner:   opts.Runner,
+		judge:    opts.Judge,
+		rep:      opts.Reporter,
+		log:      opts.Logger,
+		maxBody:  opts.MaxBodyBytes,
+		grace:    opts.ShutdownGrace,
+		rht:      opts.ReadHeaderTimeout,
+		backend:  opts.Backend,
+		version:  opts.Version,
+		slots:    opts.MaxConcurrent,
+		queue:    opts.QueueSize,
+		registry: opts.Registry,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.APIToken != "" {
+		h := sha256.Sum256([]byte(opts.APIToken))
+		s.tokenHash = h[:]
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.grace <= 0 {
+		s.grace = DefaultShutdownGrace
+	}
+	if s.rht <= 0 {
+		s.rht = DefaultReadHeaderTimeout
+	}
+	if s.slots <= 0 {
+		s.slots = runtime.NumCPU()
+	}
+	if s.queue <= 0 {
+		s.queue = max(minQueue, 4*runtime.NumCPU())
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(s.registry)
+	s.gate = newGate(s.slots, s.queue, func(running, waiting int) {
+		s.metrics.active.Set(float64(running))
+		s.metrics.queued.Set(float64(waiting))
+	})
+	s.runCtx, s.stopRuns = context.WithCancelCause(context.Background())
+	s.handler = s.routes()
+	return s, nil
+}
+
+// ObserveReport records one control plane call in the metrics; pass it as
+// the reporter's Options.Observe.
+func (s *Server) ObserveReport(kind string, took time.Duration, err error) {
+	s.metrics.observeReport(kind, took, err)
+}
+
+// Handler is the server's HTTP handler, for tests and embedding. It
+// answers /health with 503 until SetReady or Serve.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// SetReady makes the server take executions; Serve calls it once
+// listening.
+func (s *Server) SetReady() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateStarting {
+		s.state = stateReady
+	}
+}
+
+// route is one endpoint.
+type route struct {
+	method, path string
+	handler      http.HandlerFunc
+	// open endpoints need no API token.
+	open bool
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	rs := []route{
+		{http.MethodPost, "/execute", s.handleExecute, false},
+		{http.MethodPost, "/v1/run", s.handleRun, false},
+		{http.MethodPost, "/v1/judge", s.handleJudge, false},
+		{http.MethodGet, "/health", s.handleHealth, true},
+		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true},
+		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true},
+	}
+	allowed := map[string]string{}
+	for _, r := range rs {
+		var h http.Handler = r.handler
+		if !r.open {
+			h = s.authorize(h)
+		}
+		mux.Handle(r.method+" "+r.path, s.observe(r.path, h))
+		allowed[r.path] = r.method
+		if r.method == http.MethodGet {
+			allowed[r.path] += ", HEAD"
+		}
+	}
+	mux.Handle("/", s.observe("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if methods, ok := allowed[r.URL.Path]; ok {
+			w.Header().Set("Allow", methods)
+			writeError(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				fmt.Sprintf("%s %s is not allowed; use %s", r.Method, r.URL.Path, methods))
+			return
+		}
+		writeError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no endpoint %s", r.URL.Path))
+	})))
+	return mux
+}
+
+// health is the /health body.
+type health struct {
+	Status           string `json:"status"`
+	Backend          string `json:"backend"`
+	Version          string `json:"version"`
+	ActiveExecutions int    `json:"active_executions"`
+	QueuedExecutions int    `json:"queued_executions"`
+	Slots            int    `json:"slots"`
+	QueueSize        int    `json:"queue_size"`
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	running, waiting := s.gate.counts()
+	code := http.StatusOK
+	if st != stateReady {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, health{Status: st.String(), Backend: s.backend, Version: s.version,
+		ActiveExecutions: running, QueuedExecutions: waiting, Slots: s.slots, QueueSize: s.queue})
+}
+
+// admit counts an execution request in, unless the server does not take
+// executions now. done must be called when the request is answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (done func(), ok bool) {
+	s.mu.Lock()
+	st := s.state
+	if st == stateReady {
+		s.inflight.Add(1)
+	}
+	s.mu.Unlock()
+	switch st {
+	case stateReady:
+		return s.inflight.Done, true
+	case stateDraining:
+		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, "the executor is shutting down")
+	default:
+		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the executor is starting")
+	}
+	return nil, false
+}
+
+// queueFull answers a request that found no room.
+func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
+	s.metrics.refused.Inc()
+	writeError(w, r, http.StatusServiceUnavailable, CodeQueueFull,
+		fmt.Sprintf("all %d running slots are busy and %d requests are waiting; retry later", s.slots, s.queue))
+}
+
+// Serve answers on ln until ctx ends, then shuts down as the cause of ctx
+// says (an *ExitStatus; ExitNormal otherwise) and returns that status.
+// The returned error is a failure of the listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error) {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.rht,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	if s.rep != nil {
+		if n := s.rep.Start(); n > 0 {
+			s.log.Info("re-sending results of an earlier run", "event", "spool_resend", "count", n)
+		}
+	}
+	s.SetReady()
+	port := 0
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	s.log.Info("listening", "event", "ready", "addr", ln.Addr().String(), "backend", s.backend)
+	if s.rep != nil {
+		s.rep.Ready(port)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+		s.log.Error("the listener failed", "event", "listener_failed", "error", serveErr)
+	}
+	status := ExitNormal
+	var es *ExitStatus
+	if errors.As(context.Cause(ctx), &es) {
+		status = es
+	} else if serveErr != nil {
+		status = &ExitStatus{Code: 1, Reason: "error"}
+	}
+	s.shutdown(srv, status)
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return status, fmt.Errorf("unable to serve: %w", serveErr)
+	}
+	return status, nil
+}
+
+// shutdown drains within the grace period: refuse new work, stop the
+// executions (reported crashed), give the results the time left to reach
+// the control plane, report the exit, close.
+func (s *Server) shutdown(srv *http.Server, status *ExitStatus) {
+	start := time.Now()
+	deadline := start.Add(s.grace)
+	s.log.Info("shutting down", "event", "shutdown", "exit_reason", status.Reason)
+	s.mu.Lock()
+	s.state = stateDraining
+	s.mu.Unlock()
+	s.stopRuns(executor.ErrShutdown)
+
+	// The handlers answer and report as soon as the sandbox killed their
+	// programs; leave a part of the grace for delivery and the exit.
+	waitTimeout(&s.inflight, time.Until(start.Add(s.grace*2/5)))
+	if s.rep != nil {
+		ctx, cancel := context.WithDeadline(context.Background(), start.Add(s.grace*7/10))
+		if err := s.rep.Flush(ctx); err != nil {
+			s.log.Warn("results left for the next start", "event", "results_spooled", "error", err)
+		}
+		cancel()
+		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-s.grace/20))
+		if err := s.rep.Exited(ctx, status.Code, status.Reason); err != nil {
+			s.log.Error("unable to report the exit", "event", "exited_failed", "error", err)
+		}
+		cancel()
+		if err := s.rep.Close(); err != nil {
+			s.log.Warn("unable to close the reporter", "error", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(time.Until(deadline), 50*time.Millisecond))
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+	}
+	s.log.Info("stopped", "event", "stopped", "exit_code", status.Code, "took_ms", time.Since(start).Milliseconds())
+}
+
+// waitTimeout waits for wg at most d.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
