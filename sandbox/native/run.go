@@ -57,9 +57,9 @@ type run struct {
 	spec *sandbox.Spec
 	id   uint64
 
-	files    []*os.File // closed by close
-	sandbox  *started
-	setup    setup
+	files   []*os.File // closed by close
+	sandbox *started
+	setup   setup
 	// sources are the host paths the second phase binds.
 	sources  []string
 	warnings []string
