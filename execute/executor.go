@@ -74,9 +74,15 @@ type Request struct {
 	// Limits bound the run; zero fields take the defaults of spec 004.
 	Limits ExecutionLimits
 	// SessionID, when set, must match ^[A-Za-z0-9_-]{1,64}$ and is echoed
-	// in the result. Sessions do not persist a workspace yet: every
-	// execution starts from an empty one.
+	// in the result. The executor keeps no sessions itself: the session
+	// package maps a session to its Workspace.
 	SessionID *string
+	// Workspace, when set, is an existing host directory used as the
+	// program's workspace instead of a fresh one, so that its files
+	// persist between executions (a session's). It is neither created nor
+	// removed here, and what it holds is treated as hostile. Files that
+	// were there before the run are not listed as artifacts.
+	Workspace string
 	// Stdout and Stderr, when set, receive the program's output as it is
 	// produced (at most MaxOutputChars bytes each), in addition to the
 	// copy in the Result. A compiler's output goes to Stderr when the
@@ -194,16 +200,20 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		return fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
 	}
 
-	ws, err := os.MkdirTemp(e.tempDir, "coderunner-run-")
-	if err != nil {
-		return fmt.Errorf("unable to create the workspace: %w", err)
-	}
-	defer func() {
-		// os.RemoveAll does not follow symbolic links the program left.
-		if err := os.RemoveAll(ws); err != nil {
-			e.log.Warn("unable to remove a workspace", "path", ws, "error", err)
+	ws := req.Workspace
+	if ws == "" {
+		var err error
+		ws, err = os.MkdirTemp(e.tempDir, "coderunner-run-")
+		if err != nil {
+			return fmt.Errorf("unable to create the workspace: %w", err)
 		}
-	}()
+		defer func() {
+			// os.RemoveAll does not follow symbolic links the program left.
+			if err := os.RemoveAll(ws); err != nil {
+				e.log.Warn("unable to remove a workspace", "path", ws, "error", err)
+			}
+		}()
+	}
 
 	source := l.SourceName(req.Code)
 	vars := lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)}
