@@ -30,6 +30,11 @@ type Options struct {
 	// Now is the clock of total_time_ms; default time.Now. Tests set it
 	// to get stable results. The total timeout uses real timers.
 	Now func() time.Time
+	// Progress, when set, is called as each test finishes, from the
+	// goroutine that ran it: with the test's index in the request and its
+	// result (already redacted for hidden tests). It must be safe for
+	// concurrent use and return quickly.
+	Progress func(index int, result TestResult)
 }
 
 // Judge runs a request's code against its test cases through an Engine and
@@ -40,6 +45,7 @@ type Judge struct {
 	maxOutput int64
 	log       *slog.Logger
 	now       func() time.Time
+	progress  func(int, TestResult)
 }
 
 // errTotalTimeout is the cause of the cancellation when total_timeout_ms
@@ -54,6 +60,7 @@ func New(engine Engine, opts Options) *Judge {
 		maxOutput: int64(opts.MaxOutputKB) * 1024,
 		log:       opts.Logger,
 		now:       opts.Now,
+		progress:  opts.Progress,
 	}
 	if j.parallel <= 0 {
 		j.parallel = runtime.NumCPU()
@@ -174,6 +181,9 @@ func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program
 					continue
 				}
 				results[i] = tr
+				if j.progress != nil {
+					j.progress(i, tr)
+				}
 			}
 		})
 	}

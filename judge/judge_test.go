@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -830,4 +831,35 @@ func TestTotalTimeoutCountsCompilation(t *testing.T) {
 		t.Errorf("tests %v started after the total timeout", e.prog.started)
 	}
 	checkInfo(t, got.ErrorInfo, &ExecutionError{Code: "TIMEOUT", Message: "Total timeout exceeded", Stage: StageExecution})
+}
+
+// TestProgress reports every finished test once, with its index and its
+// redacted result, and nothing for tests the total timeout cut off.
+func TestProgress(t *testing.T) {
+	e := newEngine(map[string]script{"a": prints("A"), "b": prints("x"), "c": prints("C")})
+	var mu sync.Mutex
+	seen := map[int]TestResult{}
+	j := New(e, Options{Parallel: 2, Progress: func(i int, r TestResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := seen[i]; dup {
+			t.Errorf("test %d reported twice", i)
+		}
+		seen[i] = r
+	}})
+	got := j.Execute(context.Background(), request("python", "code",
+		TestCase{ID: "1", Input: "a", ExpectedOutput: "A"},
+		TestCase{ID: "2", Input: "b", ExpectedOutput: "B", IsHidden: true},
+		TestCase{ID: "3", Input: "c", ExpectedOutput: "C"}))
+	if len(seen) != 3 {
+		t.Fatalf("%d tests reported, want 3", len(seen))
+	}
+	for i, r := range got.TestResults {
+		if seen[i].TestID != r.TestID || seen[i].Status != r.Status {
+			t.Errorf("test %d reported %s %s, result says %s %s", i, seen[i].TestID, seen[i].Status, r.TestID, r.Status)
+		}
+	}
+	if seen[1].ActualOutput != "" || seen[1].Status != TestWrongAnswer {
+		t.Errorf("hidden test reported unredacted or wrong: %+v", seen[1])
+	}
 }
