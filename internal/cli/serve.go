@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coderunner/coderunner/controlplane"
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/httpapi"
+	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/runner"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+const serveAbout = `Serve the HTTP API (contract §6): POST /execute (spec 002), POST /v1/run
+(spec 004), POST /v1/judge (spec 000), GET /health, GET /metrics and
+GET /openapi.yaml. Logs are JSON lines on stderr.
+
+Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on the
+POST endpoints), CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
+heartbeats, ready and exited), CONTAINER_ID (default: the host name),
+POD_NAME, RESULTS_DIR (undelivered results, default /tmp/results), and
+every CODERUNNER_* configuration variable.
+
+On SIGTERM it stops taking requests, reports running executions as crashed,
+sends the exited callback within 2 s and exits 143 (130 on SIGINT). It
+exits 1 when no sandbox backend works here or the address cannot be bound.`
+
+// warmSandboxes is how many sandboxes the server keeps started ahead of
+// need, for backends that can.
+const warmSandboxes = 2
+
+func (a *App) serveCmd(ctx context.Context, args []string) int {
+	fs, c := a.flagSet("serve", "", serveAbout, true)
+	var addr string
+	fs.StringVar(&addr, "addr", "", "listen address `HOST:PORT` (default: server.addr of the configuration, 127.0.0.1:8080)")
+	pos, code, done := a.parse(fs, c, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return a.fail("serve", "no arguments expected, got %s", strings.Join(pos, " "))
+	}
+	cfg, log, err := a.setup(fs, c)
+	if err != nil {
+		return a.fail("serve", "%v", err)
+	}
+	if !isSet(fs, "log-level") {
+		// A service logs at the configuration's level (info by default),
+		// not at the quiet level of the one-shot commands.
+		var level slog.Level
+		if level.UnmarshalText([]byte(cfg.Server.LogLevel)) == nil {
+			log = slog.New(slog.NewJSONHandler(a.Stderr, &slog.HandlerOptions{Level: level}))
+		}
+	}
+	if addr == "" {
+		addr = cfg.Server.Addr
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return a.fail("serve", "--addr: %q is not host:port", addr)
+	}
+	langs, err := cfg.LanguageTable()
+	if err != nil {
+		return a.fail("serve", "--config: %v", err)
+	}
+
+	opts := backendOptions(cfg, log)
+	opts.Warm = warmSandboxes
+	b, err := a.Registry.Open(ctx, c.backend, opts)
+	if err != nil {
+		log.Error("no sandbox backend works here", "event", "startup_failed", "backend", c.backend, "error", err)
+		return ExitFailure
+	}
+	if cl, ok := b.(io.Closer); ok {
+		defer cl.Close()
+	}
+
+	sandboxLimits := sandbox.Limits{
+		OpenFiles:     cfg.Backend.OpenFiles,
+		WorkspaceSize: int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
+		TmpSize:       int64(cfg.Backend.TmpSizeMB) * sandbox.MiB,
+	}
+	execLimits := sandboxLimits
+	execLimits.Memory = int64(cfg.Limits.Run.MemoryMB) * sandbox.MiB
+	execLimits.Processes = cfg.Limits.Run.MaxProcesses
+	execLimits.OutputBytes = int64(cfg.Limits.Executor.MaxOutputMB) * sandbox.MiB
+	srvOpts := httpapi.Options{
+		Executor: executor.New(b, langs, executor.Options{Logger: log, WorkDir: cfg.Backend.WorkDir, Limits: execLimits}),
+		Runner: execute.New(b, langs, execute.Options{
+			Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: compileLimits(cfg), SandboxLimits: sandboxLimits,
+		}),
+		Logger:            log,
+		APIToken:          string(cfg.Server.APIToken),
+		MaxConcurrent:     cfg.Server.MaxConcurrent,
+		QueueSize:         cfg.Server.QueueSize,
+		MaxBodyBytes:      int64(cfg.Server.MaxBodyMB) << 20,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
+		Backend:           b.Name(),
+		Version:           a.Version,
+	}
+	if eng, err := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg)}); err != nil {
+		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", err)
+	} else {
+		srvOpts.Judge = judge.New(eng, judge.Options{Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB})
+	}
+
+	// The reporter's metrics go to the server, built after it.
+	var srv *httpapi.Server
+	if cfg.ControlPlane.URL != "" {
+		rep, err := newReporter(cfg, log, func(kind string, took time.Duration, err error) { srv.ObserveReport(kind, took, err) })
+		if err != nil {
+			log.Error("unable to set up control plane reporting", "event", "startup_failed", "error", err)
+			return ExitFailure
+		}
+		srvOpts.Reporter = rep
+	}
+	srv, err = httpapi.New(srvOpts)
+	if err != nil {
+		log.Error("unable to build the server", "event", "startup_failed", "error", err)
+		return ExitFailure
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("unable to listen", "event", "startup_failed", "addr", addr, "error", err)
+		return ExitFailure
+	}
+
+	sctx, stop := shutdownContext(ctx)
+	defer stop()
+	status, err := srv.Serve(sctx, ln)
+	if err != nil {
+		log.Error("the server failed", "event", "server_failed", "error", err)
+		return ExitFailure
+	}
+	return status.Code
+}
+
+// newReporter builds the control plane reporter from the configuration.
+func newReporter(cfg *config.Config, log *slog.Logger, observe func(string, time.Duration, error)) (*controlplane.Reporter, error) {
+	cp := cfg.ControlPlane
+	id := cp.ContainerID
+	if id == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("CONTAINER_ID is not set and the host name is unknown: %w", err)
+		}
+		id = h
+	}
+	return controlplane.New(controlplane.Options{
+		URL:               cp.URL,
+		Token:             string(cp.Token),
+		ContainerID:       id,
+		PodName:           cp.PodName,
+		ResultsDir:        cp.ResultsDir,
+		Logger:            log,
+		HeartbeatInterval: cp.HeartbeatInterval.Std(),
+		Observe:           observe,
+	})
+}
+
+// shutdownContext ends when parent does or a SIGTERM or SIGINT arrives,
+// with the matching httpapi.ExitStatus as its cause, so that the server
+// reports the right exit reason and the process exits 143 or 130. main
+// cancels parent on those signals too; the signal, delivered to both, says
+// which it was.
+func shutdownContext(parent context.Context) (context.Context, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(exitFor(s))
+		case <-parent.Done():
+			select {
+			case s := <-sigs:
+				cancel(exitFor(s))
+			case <-time.After(50 * time.Millisecond):
+				cancel(causeOf(parent))
+			}
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+func exitFor(s os.Signal) *httpapi.ExitStatus {
+	if s == syscall.SIGTERM {
+		return httpapi.ExitSIGTERM
+	}
+	return httpapi.ExitSIGINT
+}
+
+// causeOf keeps an *httpapi.ExitStatus given as parent's cause; any other
+// end of parent is a normal shutdown.
+func causeOf(parent context.Context) error {
+	var es *httpapi.ExitStatus
+	if errors.As(context.Cause(parent), &es) {
+		return es
+	}
+	return httpapi.ExitNormal
+}
