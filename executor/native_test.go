@@ -134,6 +134,6 @@ func TestNativeWorkspaceCap(t *testing.T) {
 `
 	res := e.Run(context.Background(), Request{ExecutionID: "cap", Language: "python", Code: code, Timeout: 20, Mode: ModeHandler})
 	if res.Status != StatusSuccess || !strings.Contains(string(res.ReturnValue), "refused") {
-		t.Errorf("status %q value %s: the 2 MiB workspace cap did not hold (%s)", res.Status, res.ReturnValue, res.Stderr)
+		t.Errorf("status %q value %s: the 2 MiB workspace cap did not hold (%s; %s)", res.Status, res.ReturnValue, res.Stderr, res.Message())
 	}
 }
