@@ -113,6 +113,20 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	return e
 }
 
+// Check makes sure workspaces can be made in WorkDir, so that a service
+// whose work directory is missing or read-only fails at start rather than
+// on every request.
+func (e *Executor) Check() error {
+	ws, err := os.MkdirTemp(e.workDir, "coderunner-check-")
+	if err != nil {
+		return fmt.Errorf("unable to make workspaces in %s: %w", e.workDir, err)
+	}
+	if err := os.Remove(ws); err != nil {
+		return fmt.Errorf("unable to remove a workspace in %s: %w", e.workDir, err)
+	}
+	return nil
+}
+
 // Backend is the name of the sandbox backend the executor runs code in.
 func (e *Executor) Backend() string { return e.backend.Name() }
 

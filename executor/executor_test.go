@@ -317,3 +317,13 @@ func TestCancelledRunIsCrashed(t *testing.T) {
 		t.Fatal("cause lost")
 	}
 }
+
+func TestCheck(t *testing.T) {
+	if err := New(hostBackend{}, lang.Default(), Options{WorkDir: t.TempDir()}).Check(); err != nil {
+		t.Errorf("writable work directory refused: %v", err)
+	}
+	missing := New(hostBackend{}, lang.Default(), Options{WorkDir: "/nonexistent/coderunner"})
+	if err := missing.Check(); err == nil || !strings.Contains(err.Error(), "/nonexistent/coderunner") {
+		t.Errorf("missing work directory: %v", err)
+	}
+}

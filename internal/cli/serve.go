@@ -35,7 +35,8 @@ every CODERUNNER_* configuration variable.
 
 On SIGTERM it stops taking requests, reports running executions as crashed,
 sends the exited callback within 2 s and exits 143 (130 on SIGINT). It
-exits 1 when no sandbox backend works here or the address cannot be bound.`
+exits 1 when no sandbox backend works here, the work directory or RESULTS_DIR
+is not writable, or the address cannot be bound.`
 
 // warmSandboxes is how many sandboxes the server keeps started ahead of
 // need, for backends that can.
@@ -75,6 +76,12 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		return a.fail("serve", "--config: %v", err)
 	}
 
+	containerID := cfg.ControlPlane.ContainerID
+	if containerID == "" {
+		containerID, _ = os.Hostname()
+	}
+	log = log.With("container_id", containerID)
+
 	opts := backendOptions(cfg, log)
 	opts.Warm = warmSandboxes
 	b, err := a.Registry.Open(ctx, c.backend, opts)
@@ -95,8 +102,13 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	execLimits.Memory = int64(cfg.Limits.Run.MemoryMB) * sandbox.MiB
 	execLimits.Processes = cfg.Limits.Run.MaxProcesses
 	execLimits.OutputBytes = int64(cfg.Limits.Executor.MaxOutputMB) * sandbox.MiB
+	exec := executor.New(b, langs, executor.Options{Logger: log, WorkDir: cfg.Backend.WorkDir, Limits: execLimits})
+	if err := exec.Check(); err != nil {
+		log.Error("the work directory is not usable", "event", "startup_failed", "error", err)
+		return ExitFailure
+	}
 	srvOpts := httpapi.Options{
-		Executor: executor.New(b, langs, executor.Options{Logger: log, WorkDir: cfg.Backend.WorkDir, Limits: execLimits}),
+		Executor: exec,
 		Runner: execute.New(b, langs, execute.Options{
 			Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: compileLimits(cfg), SandboxLimits: sandboxLimits,
 		}),
@@ -118,7 +130,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	// The reporter's metrics go to the server, built after it.
 	var srv *httpapi.Server
 	if cfg.ControlPlane.URL != "" {
-		rep, err := newReporter(cfg, log, func(kind string, took time.Duration, err error) { srv.ObserveReport(kind, took, err) })
+		rep, err := newReporter(cfg, containerID, log, func(kind string, took time.Duration, err error) { srv.ObserveReport(kind, took, err) })
 		if err != nil {
 			log.Error("unable to set up control plane reporting", "event", "startup_failed", "error", err)
 			return ExitFailure
@@ -147,15 +159,10 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 }
 
 // newReporter builds the control plane reporter from the configuration.
-func newReporter(cfg *config.Config, log *slog.Logger, observe func(string, time.Duration, error)) (*controlplane.Reporter, error) {
+func newReporter(cfg *config.Config, id string, log *slog.Logger, observe func(string, time.Duration, error)) (*controlplane.Reporter, error) {
 	cp := cfg.ControlPlane
-	id := cp.ContainerID
 	if id == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("CONTAINER_ID is not set and the host name is unknown: %w", err)
-		}
-		id = h
+		return nil, fmt.Errorf("CONTAINER_ID is not set and the host name is unknown")
 	}
 	return controlplane.New(controlplane.Options{
 		URL:               cp.URL,
