@@ -1,0 +1,483 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/coderunner/coderunner/execute"
+)
+
+// Defaults of Options.
+const (
+	DefaultIdleTimeout   = 30 * time.Minute
+	DefaultMaxSessions   = 100
+	DefaultMaxBytes      = 256 << 20
+	DefaultMaxTotalBytes = 4 << 30
+	DefaultMaxFiles      = 100_000
+	// maxDepth bounds how deep the usage walk descends; a workspace
+	// nested deeper counts as over its cap.
+	maxDepth = 128
+)
+
+// Options configure a Store. Zero fields take their defaults.
+type Options struct {
+	// Dir holds the instance directories of every Store sharing it. Empty
+	// means coderunner-sessions-<uid> in os.TempDir(). It is created with
+	// mode 0711 and must be a directory owned by this user that no one
+	// else can write to.
+	Dir string
+	// IdleTimeout ends a session not used for this long; default
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxSessions is the number of live sessions; default
+	// DefaultMaxSessions.
+	MaxSessions int
+	// MaxBytes caps the disk use of one session's workspace; default
+	// DefaultMaxBytes.
+	MaxBytes int64
+	// MaxTotalBytes caps the disk use of all sessions together; default
+	// DefaultMaxTotalBytes. A call is refused while the sessions' last
+	// measured use reaches it.
+	MaxTotalBytes int64
+	// MaxFiles caps the files and directories of one workspace (the inodes
+	// of its tmpfs as root, the entries the usage walk visits otherwise);
+	// default DefaultMaxFiles.
+	MaxFiles int
+	// NoTmpfs measures the workspaces by walking them even as root,
+	// instead of mounting a size-capped tmpfs on each.
+	NoTmpfs bool
+	// Logger receives what the Store could not clean up; nil discards.
+	Logger *slog.Logger
+
+	// now is the clock of idle times; tests replace it.
+	now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Dir == "" {
+		o.Dir = filepath.Join(os.TempDir(), fmt.Sprintf("coderunner-sessions-%d", os.Geteuid()))
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxTotalBytes <= 0 {
+		o.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return o
+}
+
+// Store keeps the workspaces of sessions. It is safe for concurrent use.
+type Store struct {
+	opts Options
+	// dir is this Store's instance directory; lock holds its flock.
+	dir      string
+	lock     *os.File
+	lockPath string
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*entry
+	seq      int
+	// live counts entries not yet destroyed, ended ones still in use
+	// included; the instance directory goes when it falls to zero after
+	// Close.
+	live   int
+	closed bool
+	// tmpfs is true while mounting tmpfs works here.
+	tmpfs bool
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	reaper   sync.WaitGroup
+}
+
+// entry is one session.
+type entry struct {
+	id  string
+	dir string
+	// sem admits one call at a time.
+	sem chan struct{}
+	// The fields below are guarded by Store.mu.
+	lastUsed time.Time
+	used     int64
+	busy     int
+	ended    bool
+	mounted  bool
+}
+
+// Open creates the Store's instance directory under opts.Dir, removes the
+// instance directories no live process holds, and starts the reaper of
+// idle sessions.
+func Open(opts Options) (s *Store, retErr error) {
+	opts = opts.withDefaults()
+	if err := ensureDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	cleanStale(opts.Dir, opts.Logger)
+	var suffix [8]byte
+	_, _ = rand.Read(suffix[:])
+	name := "i-" + hex.EncodeToString(suffix[:])
+	lock, lockPath, err := lockInstance(opts.Dir, name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			_ = os.Remove(lockPath)
+			_ = lock.Close()
+		}
+	}()
+	dir := filepath.Join(opts.Dir, name)
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("unable to create the sessions directory: %w", err)
+	}
+	s = &Store{
+		opts:     opts,
+		dir:      dir,
+		lock:     lock,
+		lockPath: lockPath,
+		log:      opts.Logger,
+		sessions: make(map[string]*entry),
+		tmpfs:    !opts.NoTmpfs && os.Geteuid() == 0 && tmpfsSupported,
+		stop:     make(chan struct{}),
+	}
+	s.reaper.Add(1)
+	go s.reap()
+	return s, nil
+}
+
+// Dir returns the Store's instance directory, under which each session's
+// workspace is a subdirectory.
+func (s *Store) Dir() string { return s.dir }
+
+// Len returns the number of live sessions.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Lease is the right to run one call in a session's workspace. Release it
+// when the call is over.
+type Lease struct {
+	s    *Store
+	e    *entry
+	once sync.Once
+}
+
+// Dir is the host directory of the session's workspace, for
+// execute.Request.Workspace.
+func (l *Lease) Dir() string { return l.e.dir }
+
+// ID is the session's id.
+func (l *Lease) ID() string { return l.e.id }
+
+// Acquire starts the session id if it is new and waits until no other call
+// runs in it. It fails when the id is invalid, a cap is reached
+// (ErrTooManySessions, ErrSessionFull, ErrDiskFull), the session ended
+// while the call waited (ErrNotFound), or ctx ends first.
+func (s *Store) Acquire(ctx context.Context, id string) (*Lease, error) {
+	if err := execute.ValidateSessionID(id); err != nil {
+		return nil, err
+	}
+	e, err := s.enter(id)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		s.leave(e)
+		return nil, fmt.Errorf("waiting for session %q: %w", id, ctx.Err())
+	}
+	l := &Lease{s: s, e: e}
+	if err := s.admit(e); err != nil {
+		l.Release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// enter finds or starts the session and counts the caller as one of its
+// users, so that it cannot expire under it.
+func (s *Store) enter(id string) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	e := s.sessions[id]
+	if e == nil {
+		if len(s.sessions) >= s.opts.MaxSessions {
+			s.sweepLocked(s.opts.now())
+		}
+		if n := len(s.sessions); n >= s.opts.MaxSessions {
+			return nil, fmt.Errorf("%w: %d sessions are open, the most allowed; end one (DELETE /v1/sessions/{id}) or wait until one has been idle for %s",
+				ErrTooManySessions, n, s.opts.IdleTimeout)
+		}
+		if total := s.totalLocked(); total >= s.opts.MaxTotalBytes {
+			return nil, fmt.Errorf("%w: %s of %s used; end a session to free space",
+				ErrDiskFull, mib(total), mib(s.opts.MaxTotalBytes))
+		}
+		var err error
+		if e, err = s.create(id); err != nil {
+			return nil, err
+		}
+		s.sessions[id] = e
+		s.live++
+	}
+	e.busy++
+	e.lastUsed = s.opts.now()
+	return e, nil
+}
+
+// create makes the workspace of a new session. Called with s.mu held:
+// mounting is quick and must not race a Close.
+func (s *Store) create(id string) (*entry, error) {
+	s.seq++
+	// The sequence number keeps a session started again under the same id
+	// apart from the old one, whose files may still be in use by its last
+	// call. Ids hold no '.', so names never collide.
+	e := &entry{id: id, dir: filepath.Join(s.dir, fmt.Sprintf("%s.%d", id, s.seq)), sem: make(chan struct{}, 1)}
+	if err := os.Mkdir(e.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("unable to create the workspace of session %q: %w", id, err)
+	}
+	if s.tmpfs {
+		err := mountTmpfs(e.dir, s.opts.MaxBytes, s.opts.MaxFiles)
+		if err == nil {
+			e.mounted = true
+			return e, nil
+		}
+		// Root without CAP_SYS_ADMIN (a container): walking still caps.
+		s.tmpfs = false
+		s.log.Warn("unable to mount a tmpfs for session workspaces; measuring them by walking instead", "error", err)
+	}
+	return e, nil
+}
+
+// admit checks the caps before a call runs in e.
+func (s *Store) admit(e *entry) error {
+	s.mu.Lock()
+	ended := e.ended
+	s.mu.Unlock()
+	if ended {
+		return fmt.Errorf("%w: session %q ended while the call waited", ErrNotFound, e.id)
+	}
+	used, err := s.measure(e)
+	s.mu.Lock()
+	e.used = used
+	total := s.totalLocked()
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: session %q: %w; end the session to start again", ErrSessionFull, e.id, err)
+	case !e.mounted && used > s.opts.MaxBytes:
+		return fmt.Errorf("%w: session %q uses %s, more than its %s; end the session to start again",
+			ErrSessionFull, e.id, mib(used), mib(s.opts.MaxBytes))
+	case total > s.opts.MaxTotalBytes:
+		return fmt.Errorf("%w: %s of %s used; end a session to free space",
+			ErrDiskFull, mib(total), mib(s.opts.MaxTotalBytes))
+	}
+	return nil
+}
+
+// measure returns the bytes the workspace uses.
+func (s *Store) measure(e *entry) (int64, error) {
+	if e.mounted {
+		return fsUsage(e.dir)
+	}
+	return treeUsage(e.dir, s.opts.MaxFiles, maxDepth)
+}
+
+// Release ends the call: it records the workspace's use and lets the next
+// call of the session run. It is safe to call more than once.
+func (l *Lease) Release() {
+	l.once.Do(func() {
+		s, e := l.s, l.e
+		used, err := s.measure(e)
+		s.mu.Lock()
+		if err == nil {
+			e.used = used
+		} else {
+			// Unmeasurable means over a cap: admit refuses the next call.
+			e.used = s.opts.MaxBytes + 1
+		}
+		e.lastUsed = s.opts.now()
+		s.mu.Unlock()
+		<-e.sem
+		s.leave(e)
+	})
+}
+
+// leave uncounts a user of e and destroys e when it ended and was the last.
+func (s *Store) leave(e *entry) {
+	s.mu.Lock()
+	e.busy--
+	gone := e.ended && e.busy == 0
+	s.mu.Unlock()
+	if gone {
+		s.destroy(e)
+	}
+}
+
+// Delete ends the session id and removes its workspace. A call running
+// in it finishes first; the workspace is removed when it does. Calls
+// waiting for it fail with ErrNotFound.
+func (s *Store) Delete(id string) error {
+	if err := execute.ValidateSessionID(id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	e := s.sessions[id]
+	if e == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	gone := s.endLocked(e)
+	s.mu.Unlock()
+	if gone {
+		s.destroy(e)
+	}
+	return nil
+}
+
+// endLocked takes e out of the map and reports whether it can be destroyed
+// at once (no call uses it).
+func (s *Store) endLocked(e *entry) bool {
+	delete(s.sessions, e.id)
+	e.ended = true
+	return e.busy == 0
+}
+
+// destroy removes e's workspace. e is out of the map and unused.
+func (s *Store) destroy(e *entry) {
+	if e.mounted {
+		if err := unmount(e.dir); err != nil {
+			s.log.Warn("unable to unmount a session workspace", "session_id", e.id, "path", e.dir, "error", err)
+		}
+	}
+	if err := removeTree(e.dir); err != nil {
+		s.log.Warn("unable to remove a session workspace", "session_id", e.id, "path", e.dir, "error", err)
+	}
+	s.mu.Lock()
+	s.live--
+	last := s.closed && s.live == 0
+	s.mu.Unlock()
+	if last {
+		s.finish()
+	}
+}
+
+// totalLocked is the last measured use of every session.
+func (s *Store) totalLocked() int64 {
+	var total int64
+	for _, e := range s.sessions {
+		total += e.used
+	}
+	return total
+}
+
+// reap ends idle sessions until the Store is closed.
+func (s *Store) reap() {
+	defer s.reaper.Done()
+	t := time.NewTicker(min(max(s.opts.IdleTimeout/10, time.Second), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Sweep()
+		}
+	}
+}
+
+// Sweep ends every session idle for Options.IdleTimeout or longer and
+// removes its workspace. The Store calls it periodically; calling it
+// directly makes expiry immediate.
+func (s *Store) Sweep() {
+	s.mu.Lock()
+	gone := s.sweepLocked(s.opts.now())
+	s.mu.Unlock()
+	for _, e := range gone {
+		s.destroy(e)
+	}
+}
+
+// sweepLocked ends idle sessions and returns those to destroy. Sessions in
+// use never expire.
+func (s *Store) sweepLocked(now time.Time) []*entry {
+	var gone []*entry
+	for _, e := range s.sessions {
+		if e.busy == 0 && now.Sub(e.lastUsed) >= s.opts.IdleTimeout {
+			if s.endLocked(e) {
+				gone = append(gone, e)
+			}
+		}
+	}
+	return gone
+}
+
+// Close ends every session and removes its workspace; the workspaces of
+// calls still running are removed when they finish, and the instance
+// directory after the last. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.reaper.Wait()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var gone []*entry
+	for _, e := range s.sessions {
+		if s.endLocked(e) {
+			gone = append(gone, e)
+		}
+	}
+	last := s.live == 0
+	s.mu.Unlock()
+	for _, e := range gone {
+		s.destroy(e)
+	}
+	if last {
+		s.finish()
+	}
+	return nil
+}
+
+// finish removes the instance directory and releases its lock, once.
+func (s *Store) finish() {
+	if err := removeTree(s.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("unable to remove the sessions directory", "path", s.dir, "error", err)
+	}
+	_ = os.Remove(s.lockPath)
+	_ = s.lock.Close()
+}
+
+// mib formats a size for messages.
+func mib(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
