@@ -493,4 +493,3 @@ func TestUnsafeDir(t *testing.T) {
 		}
 	}
 }
-
