@@ -68,6 +68,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"run", "execute one program in the sandbox", (*App).runCmd},
+		{"judge", "compile once, run every test case and judge the outputs", (*App).judgeCmd},
 		{"serve", "serve the HTTP API: /execute, /v1/run, /v1/judge, /health, /metrics", (*App).serveCmd},
 		{"doctor", "show what works on this machine: backends, isolation, toolchains", (*App).doctorCmd},
 		{"langs", "list the languages and whether their toolchains are available", (*App).langsCmd},

@@ -7,8 +7,10 @@ import (
 )
 
 // capture collects one output stream of the program up to a cap. The moment
-// the program writes past the cap it calls over, once, so that the run can
-// be stopped while it is still writing; what was beyond the cap is dropped.
+// the program writes past the cap it calls over, which stops the run; what
+// comes beyond the cap is read and dropped, so that the program never sees
+// its output closed (and never goes on to anything else) before it is
+// stopped.
 type capture struct {
 	limit int64
 	tee   io.Writer
@@ -29,10 +31,11 @@ func (c *capture) drain(r *os.File) {
 	defer close(c.done)
 	defer r.Close()
 	chunk := make([]byte, 64<<10)
+	open := true
 	for {
 		n, err := r.Read(chunk)
-		if n > 0 && !c.add(chunk[:n]) {
-			return
+		if n > 0 && open {
+			open = c.add(chunk[:n])
 		}
 		if err != nil {
 			return

@@ -158,7 +158,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.shared = map[sandbox.Mount]bool{}
 	for _, m := range BaseMounts() {
-		b.shared[m] = true
+		b.shared[sharedKey(m)] = true
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID))
 	if opts.Warm > 0 {

@@ -1,6 +1,7 @@
 package native_test
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
@@ -48,6 +50,10 @@ func leftovers() error { return leftoversExcept(0) }
 func leftoversExcept(warm int) error {
 	var found []string
 	inits := 0
+	// Only this test process's sandboxes count: other packages' tests
+	// run sandboxes under the same uids at the same time.
+	parent := map[int]int{}
+	uids := map[int]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -58,19 +64,40 @@ func leftoversExcept(warm int) error {
 		if err != nil {
 			continue
 		}
-		if cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); strings.HasPrefix(string(cmd), nsinit.ArgV0+"\x00") {
+		for _, line := range strings.Split(string(status), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) > 1 && f[0] == "PPid:":
+				parent[pid], _ = strconv.Atoi(f[1])
+			case len(f) > 1 && f[0] == "Uid:":
+				uids[pid], _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	ours := func(pid int) bool {
+		for range 64 {
+			pid = parent[pid]
+			if pid == os.Getpid() {
+				return true
+			}
+			if pid <= 1 {
+				return false
+			}
+		}
+		return false
+	}
+	for pid, uid := range uids {
+		if !ours(pid) {
+			continue
+		}
+		if cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); strings.HasPrefix(string(cmd), nsinit.ArgV0+"\x00") {
 			if inits++; inits > warm {
 				found = append(found, fmt.Sprintf("sandbox init %d", pid))
 			}
 			continue
 		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
-				uid, _ := strconv.Atoi(f[1])
-				if uid >= native.DefaultHostUIDBase && uid <= native.DefaultHostUIDBase+65536 {
-					found = append(found, fmt.Sprintf("process %d (uid %d)", pid, uid))
-				}
-			}
+		if uid >= native.DefaultHostUIDBase && uid <= native.DefaultHostUIDBase+65536 {
+			found = append(found, fmt.Sprintf("process %d (uid %d)", pid, uid))
 		}
 	}
 	prefix := fmt.Sprintf("run-%d-", os.Getpid())
@@ -122,5 +149,19 @@ func TestConformanceWarm(t *testing.T) {
 	}
 	if err := leftovers(); err != nil {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// TestBaseMountsSpelledOut passes the mounts every sandbox already has with
+// their targets written out, as the language table does.
+func TestBaseMountsSpelledOut(t *testing.T) {
+	b := newBackend(t)
+	var mounts []sandbox.Mount
+	for _, m := range native.BaseMounts() {
+		mounts = append(mounts, sandbox.Mount{Source: m.Source, Target: m.TargetPath()})
+	}
+	res, err := b.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: mounts})
+	if err != nil || res.Status != sandbox.StatusOK {
+		t.Fatalf("run with spelled-out base mounts: %v %+v", err, res)
 	}
 }

@@ -60,9 +60,11 @@ type run struct {
 	files   []*os.File // closed by close
 	sandbox *started
 	setup   setup
-	// sources are the host paths the second phase binds.
-	sources  []string
-	warnings []string
+	// sources are the toolchain paths the second phase binds; workspace
+	// is the host workspace it binds, if any.
+	sources   []string
+	workspace string
+	warnings  []string
 	// detach lets close finish the teardown in the background: the
 	// program is gone and its result known, and nothing the caller holds
 	// is reachable from the sandbox any more.
@@ -107,7 +109,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if err := r.plan(); err != nil {
 		return nil, err
 	}
-	sp, err := r.b.take(lim, r.sources)
+	sp, err := r.b.take(lim, r.sources, r.workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +122,18 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		default:
 		}
 	}
-	stdout := newCapture(lim.OutputBytes, s.Stdout, func() { stop(killOutput) })
-	stderr := newCapture(lim.OutputBytes, s.Stderr, func() { stop(killOutput) })
+	// Past an output cap the tree is stopped at once, from the reading
+	// goroutine: frozen and killed through its cgroup, so that it cannot
+	// take one more step.
+	overOutput := func() {
+		stop(killOutput)
+		if sp.group != nil {
+			_ = sp.group.Kill()
+		}
+		_ = sp.proc.Kill()
+	}
+	stdout := newCapture(lim.OutputBytes, s.Stdout, overOutput)
+	stderr := newCapture(lim.OutputBytes, s.Stderr, overOutput)
 	go stdout.drain(sp.stdout)
 	go stderr.drain(sp.stderr)
 	status := make(chan []byte, 1)
@@ -389,7 +401,7 @@ const maxInodes = 16384
 // link; anything else is bind-mounted. The mounts every sandbox has from
 // its first phase are not mounted again.
 func (r *run) mount(m sandbox.Mount) error {
-	if r.b.shared[m] {
+	if r.b.shared[sharedKey(m)] {
 		return nil
 	}
 	target := m.TargetPath()
@@ -448,4 +460,10 @@ func sortedKeys(m map[string]bool) []string {
 	// Parents sort before their children.
 	slices.Sort(keys)
 	return keys
+}
+
+// sharedKey is a mount with its target spelled out, so that {Source: "/usr"}
+// and {Source: "/usr", Target: "/usr"} compare equal.
+func sharedKey(m sandbox.Mount) sandbox.Mount {
+	return sandbox.Mount{Source: m.Source, Target: m.TargetPath(), Writable: m.Writable}
 }

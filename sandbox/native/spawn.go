@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -233,9 +234,13 @@ func (b *Backend) startPool(size int) {
 
 // take returns a started init limited for a run that binds sources: a warm
 // one when there is one that can reach them, else a new one.
-func (b *Backend) take(lim sandbox.Limits, sources []string) (*started, error) {
+func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (*started, error) {
 	b.learn(sources)
-	s, err := b.warm(sources)
+	need := sources
+	if workspace != "" {
+		need = append(slices.Clip(sources), workspace)
+	}
+	s, err := b.warm(need)
 	if err != nil {
 		return nil, err
 	}

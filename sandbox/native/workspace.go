@@ -46,7 +46,9 @@ func (r *run) hostWorkspace() error {
 	if err != nil {
 		return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
 	}
-	r.sources = append(r.sources, src)
+	// The workspace is this run's alone: it is not learned as a
+	// toolchain source for later sandboxes to open ahead.
+	r.workspace = src
 	r.setup.op(nsinit.OpBind, src, sandbox.WorkspaceDir, "rw")
 	return nil
 }

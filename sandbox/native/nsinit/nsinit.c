@@ -591,7 +591,10 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 	child_fail(errfd, "exec");
 }
 
-static void preopen(struct config *c, const char *path)
+// preopen opens a bind source for later. A source named only as one a
+// later run may need (OP_PREOPEN) may have gone since: it is skipped, and
+// a run that does need it finds out when it binds it.
+static void preopen(struct config *c, const char *path, int optional)
 {
 	for (int i = 0; i < c->nsources; i++)
 		if (strcmp(c->sources[i].path, path) == 0)
@@ -601,8 +604,11 @@ static void preopen(struct config *c, const char *path)
 		fail("more than %d bind sources", MAX_SOURCES);
 	}
 	int fd = open(path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		if (optional)
+			return;
 		fail("open bind source %.256s", path);
+	}
 	c->sources[c->nsources].path = path;
 	c->sources[c->nsources].fd = fd;
 	c->nsources++;
@@ -622,7 +628,7 @@ static void open_sources(struct config *c)
 		if (o->code == OP_BIND || o->code == OP_PREOPEN) {
 			if (o->argc < 1)
 				fail("config: op %u without a source", o->code);
-			preopen(c, o->argv[0].s);
+			preopen(c, o->argv[0].s, o->code == OP_PREOPEN);
 		}
 	}
 	if (setgroups(0, NULL) < 0 && errno != EPERM)

@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/runner"
+)
+
+const judgeAbout = `Compile the solution in FILE once, run it against every test case in the
+--tests file and judge the outputs (spec 000 CodeRunner). The code comes from
+FILE, or from standard input with "-" (then --lang is needed).
+
+The tests file is a JSON array of {id, input, expected_output, is_hidden,
+timeout_ms, description} ("expected" is accepted for "expected_output").
+
+Without --json it shows progress on a terminal and a table at the end; with
+--json it prints the ExecutionResult. Exit status: 0 when every test passed,
+1 otherwise, 2 for bad usage or a refused request.`
+
+// maxTestsFile bounds the tests file read from disk.
+const maxTestsFile = 64 << 20
+
+type judgeFlags struct {
+	lang         string
+	tests        string
+	timeoutMS    int
+	totalMS      int
+	memory       int
+	cpus         float64
+	compare      string
+	parallel     int
+	maxOutputKiB int
+}
+
+func (a *App) judgeCmd(ctx context.Context, args []string) int {
+	fs, c := a.flagSet("judge", "--tests TESTS FILE|-", judgeAbout, true)
+	var f judgeFlags
+	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
+	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
+	fs.IntVar(&f.timeoutMS, "timeout-ms", judge.DefaultTimeoutMS, "wall-time limit of each test in `MS`, 100 to 60000; a test's own timeout_ms replaces it")
+	fs.IntVar(&f.totalMS, "total-timeout-ms", judge.DefaultTotalTimeoutMS, "wall-time limit of the whole judge in `MS`, from its start; tests not finished by then are timeout")
+	fs.IntVar(&f.memory, "memory", judge.DefaultMemoryLimitMB, "memory limit of each test in `MB`, 16 to 1024")
+	fs.Float64Var(&f.cpus, "cpus", judge.DefaultCPULimit, "CPU bandwidth of each test in `CORES`")
+	fs.StringVar(&f.compare, "compare", judge.CompareNormalized, "output comparison `MODE`: normalized, exact, tokens or float:EPS")
+	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
+
+	pos, code, done := a.parse(fs, c, args)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return a.fail("judge", "missing FILE (or - to read the code from stdin)")
+	case len(pos) > 1:
+		return a.fail("judge", "one FILE only, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	case f.tests == "":
+		return a.fail("judge", "--tests: the tests file is required")
+	case f.parallel < 1 || f.parallel > 64:
+		return a.fail("judge", "--parallel: %d is out of range 1..64", f.parallel)
+	}
+	cfg, log, err := a.setup(fs, c)
+	if err != nil {
+		return a.fail("judge", "%v", err)
+	}
+	langs, err := cfg.LanguageTable()
+	if err != nil {
+		return a.fail("judge", "--config: %v", err)
+	}
+
+	var src []byte
+	var language string
+	if pos[0] == "-" {
+		if f.lang == "" {
+			return a.fail("judge", "--lang: needed when the code comes from stdin")
+		}
+		src, err = readBounded(a.Stdin, judge.MaxCodeBytes, "stdin")
+	} else {
+		src, err = readFileBounded(pos[0], judge.MaxCodeBytes)
+	}
+	if err != nil {
+		return a.fail("judge", "%v", err)
+	}
+	switch {
+	case f.lang != "":
+		l, err := langs.Lookup(f.lang)
+		if err != nil {
+			return a.fail("judge", "--lang: %v", err)
+		}
+		language = l.ID
+	default:
+		l, err := langs.ForFile(pos[0])
+		if err != nil {
+			return a.fail("judge", "--lang: %v", err)
+		}
+		language = l.ID
+	}
+
+	raw, err := readFileBounded(f.tests, maxTestsFile)
+	if err != nil {
+		return a.fail("judge", "--tests: %v", err)
+	}
+	var tests []judge.TestCase
+	if err := json.Unmarshal(raw, &tests); err != nil {
+		return a.fail("judge", "--tests: %s is not a JSON array of test cases: %v", f.tests, err)
+	}
+
+	req := judge.ExecutionRequest{
+		RequestID:      fmt.Sprintf("cli-%d", time.Now().UnixNano()),
+		Code:           string(src),
+		Language:       language,
+		TestCases:      tests,
+		TimeoutMS:      f.timeoutMS,
+		TotalTimeoutMS: f.totalMS,
+		MemoryLimitMB:  f.memory,
+		CPULimit:       f.cpus,
+		Compare:        f.compare,
+	}
+	if err := req.WithDefaults().Validate(); err != nil {
+		res := judge.InvalidRequestResult(req.RequestID, err, 0)
+		if c.json {
+			_ = writeJSON(a.Stdout, res)
+		} else {
+			fmt.Fprintf(a.Stderr, "coderunner judge: %s\n", res.ErrorInfo.Message)
+		}
+		return ExitUsage
+	}
+
+	opts := backendOptions(cfg, log)
+	opts.Warm = min(f.parallel, len(tests))
+	b, err := a.Registry.Open(ctx, c.backend, opts)
+	if err != nil {
+		return a.judgeSandboxError(c, req, err)
+	}
+	if cl, ok := b.(io.Closer); ok {
+		defer cl.Close()
+	}
+	eng, err := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg)})
+	if err != nil {
+		return a.judgeSandboxError(c, req, err)
+	}
+	var prog *progress
+	if !c.json && isTerminal(a.Stderr) {
+		prog = &progress{w: a.Stderr, total: len(tests)}
+		fmt.Fprintf(a.Stderr, "compiling and judging %d tests...", len(tests))
+	}
+	jopts := judge.Options{Parallel: f.parallel, Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB}
+	if prog != nil {
+		jopts.Progress = prog.done
+	}
+	res := judge.New(eng, jopts).Execute(ctx, req)
+	if prog != nil {
+		prog.finish()
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(a.Stderr, "coderunner judge: interrupted")
+		return ExitInterrupted
+	}
+	if c.json {
+		if err := writeJSON(a.Stdout, res); err != nil {
+			fmt.Fprintf(a.Stderr, "coderunner judge: %v\n", err)
+			return ExitFailure
+		}
+	} else {
+		a.judgeTable(res)
+	}
+	switch res.Status {
+	case judge.StatusAllPassed:
+		return ExitOK
+	case judge.StatusSandboxError:
+		if res.ErrorInfo != nil && res.ErrorInfo.Code == judge.CodeValidationError {
+			return ExitUsage
+		}
+	}
+	return ExitFailure
+}
+
+// judgeSandboxError reports a sandbox that could not be set up.
+func (a *App) judgeSandboxError(c *common, req judge.ExecutionRequest, err error) int {
+	if c.json {
+		msg := err.Error()
+		_ = writeJSON(a.Stdout, judge.ExecutionResult{
+			RequestID:   req.RequestID,
+			Status:      judge.StatusSandboxError,
+			TestResults: []judge.TestResult{},
+			Summary:     "sandbox unavailable",
+			ErrorInfo:   &judge.ExecutionError{Code: judge.CodeSandboxError, Message: msg, Stage: judge.StageExecution, Details: &msg},
+		})
+	} else {
+		fmt.Fprintf(a.Stderr, "coderunner judge: sandbox unavailable: %v\n", err)
+	}
+	return ExitFailure
+}
+
+// judgeTable prints the result for a person.
+func (a *App) judgeTable(res judge.ExecutionResult) {
+	if res.CompilationOutput != nil && res.Status == judge.StatusCompilationError {
+		fmt.Fprintf(a.Stdout, "compilation failed:\n%s\n", strings.TrimRight(*res.CompilationOutput, "\n"))
+	}
+	if len(res.TestResults) > 0 {
+		tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TEST\tSTATUS\tTIME\tMEMORY\tMESSAGE")
+		for _, r := range res.TestResults {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = firstLine(*r.ErrorMessage, 60)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d ms\t%d KB\t%s\n", r.TestID, r.Status, r.ExecutionTimeMS, r.MemoryUsedKB, msg)
+		}
+		_ = tw.Flush()
+	}
+	if res.ErrorInfo != nil && res.Status == judge.StatusSandboxError {
+		fmt.Fprintf(a.Stdout, "error: %s\n", res.ErrorInfo.Message)
+	}
+	fmt.Fprintf(a.Stdout, "%s: %s (%d ms)\n", res.Status, res.Summary, res.TotalTimeMS)
+}
+
+func firstLine(s string, max int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+// progress draws one line on a terminal as tests finish.
+type progress struct {
+	w      io.Writer
+	total  int
+	mu     sync.Mutex
+	n      int
+	failed int
+}
+
+func (p *progress) done(_ int, r judge.TestResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if r.Status != judge.TestPassed {
+		p.failed++
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K[%d/%d] %d failed; last: %s %s", p.n, p.total, p.failed, r.TestID, r.Status)
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprint(p.w, "\r\x1b[K")
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

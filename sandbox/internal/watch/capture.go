@@ -1,0 +1,97 @@
+package watch
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// ErrOverCap is returned by Capture.Write once the stream passed its cap, so
+// that a copy loop feeding it stops.
+var ErrOverCap = errors.New("output limit exceeded")
+
+// Capture collects one output stream of a program up to a cap. The moment
+// the program writes past the cap it calls over, once, so that the run can
+// be stopped while it is still writing; what was beyond the cap is dropped.
+type Capture struct {
+	limit int64
+	tee   io.Writer
+	over  func()
+
+	mu        sync.Mutex
+	buf       []byte
+	truncated bool
+	done      chan struct{}
+	doneOnce  sync.Once
+}
+
+// NewCapture returns a capture of at most limit bytes. tee, when not nil,
+// receives what is kept as it arrives; over is called once when the cap is
+// passed.
+func NewCapture(limit int64, tee io.Writer, over func()) *Capture {
+	return &Capture{limit: limit, tee: tee, over: over, done: make(chan struct{})}
+}
+
+// Drain reads r until EOF, an error or the cap, then marks the capture
+// done. It closes r when r is an io.Closer.
+func (c *Capture) Drain(r io.Reader) {
+	defer c.Close()
+	if rc, ok := r.(io.Closer); ok {
+		defer rc.Close()
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(chunk)
+		if n > 0 {
+			if _, werr := c.Write(chunk[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Write keeps what fits under the cap. Past the cap it returns ErrOverCap.
+func (c *Capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.truncated {
+		c.mu.Unlock()
+		return 0, ErrOverCap
+	}
+	room := c.limit - int64(len(c.buf))
+	keep := p
+	if int64(len(p)) > room {
+		keep = p[:room]
+		c.truncated = true
+	}
+	c.buf = append(c.buf, keep...)
+	truncated := c.truncated
+	c.mu.Unlock()
+	if c.tee != nil && len(keep) > 0 {
+		// A failing tee (a closed terminal) must not stop the capture.
+		_, _ = c.tee.Write(keep)
+	}
+	if truncated {
+		c.over()
+		return len(keep), ErrOverCap
+	}
+	return len(p), nil
+}
+
+// Close marks the capture done; it is safe to call more than once.
+func (c *Capture) Close() error {
+	c.doneOnce.Do(func() { close(c.done) })
+	return nil
+}
+
+// Done is closed when the stream ended or passed its cap.
+func (c *Capture) Done() <-chan struct{} { return c.done }
+
+// Result returns what was kept and whether the stream was cut.
+func (c *Capture) Result() ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf, c.truncated
+}
