@@ -128,3 +128,70 @@ func TestDoctorNative(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeEndToEnd(t *testing.T) {
+	testutil.RequireRoot(t)
+	tests := writeSource(t, "tests.json", `[
+		{"id": "a", "input": "1 2\n", "expected_output": "3\n"},
+		{"id": "b", "input": "5 5", "expected": "10"},
+		{"id": "secret", "input": "2 2", "expected_output": "4", "is_hidden": true}
+	]`)
+	sum := writeSource(t, "sum.py", "a, b = map(int, input().split())\nprint(a + b)\n")
+	wrong := writeSource(t, "wrong.py", "print(0)\n")
+	bad := writeSource(t, "bad.c", "int main(){ return x; }\n")
+	csum := writeSource(t, "sum.c", "#include <stdio.h>\nint main(){int a,b;scanf(\"%d %d\",&a,&b);printf(\"%d\\n\",a+b);}\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		exit int
+		want []string
+	}{
+		{"all passed", []string{"--tests", tests, sum}, 0, []string{"all_passed", "secret"}},
+		{"all passed C", []string{"--tests", tests, "--parallel", "1", csum}, 0, []string{"all_passed"}},
+		{"wrong answer", []string{"--tests", tests, wrong}, 1, []string{"wrong_answer", "all_failed"}},
+		{"compile error", []string{"--tests", tests, bad}, 1, []string{"compilation failed", "undeclared"}},
+		{"refused request", []string{"--tests", tests, "--memory", "4096", sum}, 2, nil},
+		{"bad compare", []string{"--tests", tests, "--compare", "fuzzy", sum}, 2, nil},
+		{"no tests flag", []string{sum}, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append([]string{"judge"}, tc.args...)...)
+			if code != tc.exit {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, tc.exit, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+
+	code, stdout, stderr := runCLI(t, "", "judge", "--json", "--tests", tests, sum)
+	if code != 0 {
+		t.Fatalf("judge --json exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Status      string `json:"status"`
+		TestResults []struct {
+			TestID         string `json:"test_id"`
+			Status         string `json:"status"`
+			ActualOutput   string `json:"actual_output"`
+			ExpectedOutput string `json:"expected_output"`
+		} `json:"test_results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if res.Status != "all_passed" || len(res.TestResults) != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	if h := res.TestResults[2]; h.ActualOutput != "" || h.ExpectedOutput != "" {
+		t.Errorf("hidden test echoed: %+v", h)
+	}
+
+	code, stdout, _ = runCLI(t, "", "judge", "--json", "--tests", tests, "--timeout-ms", "5", sum)
+	if code != 2 || !strings.Contains(stdout, "VALIDATION_ERROR") {
+		t.Errorf("refused request: exit %d, output %s", code, stdout)
+	}
+}
