@@ -1,0 +1,381 @@
+package coderunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+// newRunner returns a CodeRunner on the native backend, or skips (fails
+// under CI) when it cannot work here.
+func newRunner(t *testing.T) *CodeRunner {
+	t.Helper()
+	c, err := New(context.Background(), Options{
+		Backend:    "native",
+		LookupEnv:  noEnv,
+		SessionDir: filepath.Join(t.TempDir(), "sessions"),
+		CacheDir:   reachableDir(t),
+	})
+	testutil.Require(t, err == nil, "the native backend does not work here")
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// reachableDir is a compile cache directory the sandbox's users can
+// reach, which t.TempDir (mode 0700) is not.
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "coderunner-test-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// requireLang skips when a language's toolchain is missing.
+func requireLang(t *testing.T, c *CodeRunner, id string) {
+	t.Helper()
+	l, err := c.Languages().Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := l.Discover(context.Background())
+	testutil.Require(t, tc.Available, id+" toolchain: "+tc.Reason)
+}
+
+// fakeBackend answers every run with res and err, or fails the test when
+// a run is not expected.
+type fakeBackend struct {
+	res *sandbox.Result
+	err error
+}
+
+func (f *fakeBackend) Name() string { return "fake" }
+
+func (f *fakeBackend) Run(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
+	return f.res, f.err
+}
+
+func newFake(t *testing.T, f *fakeBackend) *CodeRunner {
+	t.Helper()
+	c, err := New(context.Background(), Options{
+		Sandbox:    f,
+		LookupEnv:  noEnv,
+		SessionDir: filepath.Join(t.TempDir(), "sessions"),
+		CacheDir:   t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestStatuses(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	tests := []struct {
+		name     string
+		code     string
+		limits   ExecutionLimits
+		status   Status
+		exitCode int
+		message  string
+		stdout   string
+	}{
+		{"success", "print('Hello, World!')", ExecutionLimits{}, StatusSuccess, 0, "", "Hello, World!\n"},
+		{"timeout", "import time\nprint('partial', flush=True)\ntime.sleep(30)", ExecutionLimits{TimeLimit: 1}, StatusTimeout, 124,
+			"Execution timed out after 1 seconds.", "partial\n"},
+		{"execution error", "import sys\nsys.exit(3)", ExecutionLimits{}, StatusExecutionError, 3, "Process exited with code 3.", ""},
+		{"exception", "raise ValueError('boom')", ExecutionLimits{}, StatusExecutionError, 1, "Process exited with code 1.", ""},
+		{"memory", "x = bytearray(200 << 20)", ExecutionLimits{MemoryLimit: 64}, StatusExecutionError, 137, "Memory limit of 64 MB exceeded.", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := c.ExecuteWithLimits(context.Background(), "python", tt.code, tt.limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.status || res.ExitCode != tt.exitCode || res.Message() != tt.message || res.Stdout != tt.stdout {
+				t.Errorf("got status %s, exit %d, message %q, stdout %q; want %s, %d, %q, %q (stderr %q)",
+					res.Status, res.ExitCode, res.Message(), res.Stdout, tt.status, tt.exitCode, tt.message, tt.stdout, res.Stderr)
+			}
+			if tt.status == StatusSuccess && res.ErrorMessage != nil {
+				t.Errorf("error_message %q on success, want null", *res.ErrorMessage)
+			}
+		})
+	}
+}
+
+func TestExecuteCodeOptions(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	res, err := c.ExecuteCode(context.Background(), "py", "print(input()[::-1])", WithStdin("olleh\n"), WithTimeout(5e9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "hello\n" || res.LimitsApplied.TimeLimitSeconds != 5 || res.Language != "py" {
+		t.Errorf("stdout %q, time limit %g, language %q", res.Stdout, res.LimitsApplied.TimeLimitSeconds, res.Language)
+	}
+	if res.LimitsApplied.MemoryLimitMB != 256 || res.LimitsApplied.CPULimitCores != 0.5 || res.LimitsApplied.MaxOutputChars != 100000 {
+		t.Errorf("limits applied %+v, want spec 004's defaults", res.LimitsApplied)
+	}
+}
+
+func TestSetupError(t *testing.T) {
+	c := newFake(t, &fakeBackend{err: errors.New("cgroup vanished")})
+	res, err := c.ExecuteCode(context.Background(), "bash", "echo hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSetupError || res.ExitCode != -1 || !strings.Contains(res.Message(), "cgroup vanished") {
+		t.Errorf("got %s, exit %d, message %q", res.Status, res.ExitCode, res.Message())
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	c := newFake(t, &fakeBackend{err: errors.New("must not run")})
+	bad := "../etc"
+	tests := []struct {
+		name     string
+		language string
+		code     string
+		limits   ExecutionLimits
+		opts     []Option
+		is       error
+		message  string
+	}{
+		{"unsupported language", "ruby", "puts 1", ExecutionLimits{}, nil, ErrUnsupportedLanguage,
+			"Unsupported language: ruby. Supported languages: bash, c, cpp, go, java, javascript, python, python3, rust."},
+		{"empty code", "python", "  \n", ExecutionLimits{}, nil, ErrEmptyCode, "Code must be a non-empty string."},
+		{"memory", "python", "print(1)", ExecutionLimits{MemoryLimit: 8}, nil, ErrInvalidLimits,
+			"invalid execution limits: memory_limit 8 must be between 16 and 8192 MB"},
+		{"timeout", "python", "print(1)", ExecutionLimits{}, []Option{WithTimeout(301e9)}, ErrInvalidLimits,
+			"invalid execution limits: time_limit 301 must be between 1 and 300 seconds"},
+		{"session", "python", "print(1)", ExecutionLimits{}, []Option{WithSession(bad)}, ErrInvalidSessionID,
+			`invalid session_id "../etc": it must be 1 to 64 letters, digits, '_' or '-'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := c.ExecuteWithLimits(context.Background(), tt.language, tt.code, tt.limits, tt.opts...)
+			if !errors.Is(err, tt.is) {
+				t.Errorf("error %v, want %v", err, tt.is)
+			}
+			if res == nil {
+				t.Fatal("nil result")
+			}
+			if res.Status != StatusSetupError || res.ExitCode != -1 || res.Message() != tt.message {
+				t.Errorf("got %s, exit %d, message %q; want setup_error, -1, %q", res.Status, res.ExitCode, res.Message(), tt.message)
+			}
+		})
+	}
+}
+
+func TestBackendUnavailable(t *testing.T) {
+	res, err := unavailable("python", errors.New("native: no user namespaces"), nil)
+	if !errors.Is(err, ErrBackendUnavailable) {
+		t.Errorf("error %v, want ErrBackendUnavailable", err)
+	}
+	want := "No sandbox backend is available on this system: no sandbox backend is available: native: no user namespaces"
+	if res.Status != StatusSetupError || res.Message() != want {
+		t.Errorf("got %s %q, want setup_error %q", res.Status, res.Message(), want)
+	}
+	_, err = New(context.Background(), Options{Backend: "nonesuch", LookupEnv: noEnv})
+	if !errors.Is(err, ErrBackendUnavailable) {
+		t.Errorf("New with an unknown backend: %v, want ErrBackendUnavailable", err)
+	}
+}
+
+func TestLimitsValidate(t *testing.T) {
+	tests := []struct {
+		edit func(*ExecutionLimits)
+		want string
+	}{
+		{func(l *ExecutionLimits) {}, ""},
+		{func(l *ExecutionLimits) { l.TimeLimit = 0.5 }, "invalid execution limits: time_limit 0.5 must be between 1 and 300 seconds"},
+		{func(l *ExecutionLimits) { l.TimeLimit = 301 }, "invalid execution limits: time_limit 301 must be between 1 and 300 seconds"},
+		{func(l *ExecutionLimits) { l.MemoryLimit = 15 }, "invalid execution limits: memory_limit 15 must be between 16 and 8192 MB"},
+		{func(l *ExecutionLimits) { l.CPULimit = -1 }, "invalid execution limits: cpu_limit -1 must be more than 0"},
+		{func(l *ExecutionLimits) { l.MaxOutputChars = -5 }, "invalid execution limits: max_output_chars -5 must be between 1 and 10000000"},
+		{func(l *ExecutionLimits) { l.Pids = 5000 }, "invalid execution limits: pids 5000 must be between 1 and 1024"},
+	}
+	for _, tt := range tests {
+		l := DefaultLimits()
+		tt.edit(&l)
+		err := l.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%+v: %v", l, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want) || !errors.Is(err, ErrInvalidLimits)):
+			t.Errorf("%+v: %v, want %q", l, err, tt.want)
+		}
+	}
+}
+
+func TestMemoryFigures(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	code := "import time\nx = bytearray(100 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\ntime.sleep(0.3)\nprint('ok')"
+	res, err := c.ExecuteWithLimits(context.Background(), "python", code, ExecutionLimits{MemoryLimit: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := res.ResourceUsage
+	if res.Status != StatusSuccess {
+		t.Fatalf("status %s: %s %s", res.Status, res.Message(), res.Stderr)
+	}
+	if u.MemoryPeakMB <= 100 || u.MemoryPeakMB >= 256 {
+		t.Errorf("memory peak %g MB, want above 100 and below the 256 MB limit", u.MemoryPeakMB)
+	}
+	if u.MemoryStartMB > u.MemoryPeakMB || u.CPUSamples < 2 {
+		t.Errorf("start %g MB, peak %g MB, %d samples: want start ≤ peak and samples taken while it ran", u.MemoryStartMB, u.MemoryPeakMB, u.CPUSamples)
+	}
+	if u.CPUAveragePercent <= 0 || u.CPUPeakPercent < u.CPUAveragePercent || u.CPUTimeSeconds <= 0 {
+		t.Errorf("CPU average %g%%, peak %g%%, time %gs", u.CPUAveragePercent, u.CPUPeakPercent, u.CPUTimeSeconds)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	ctx := context.Background()
+	run := func(id, code string) *Result {
+		t.Helper()
+		res, err := c.ExecuteCode(ctx, "python", code, WithSession(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SessionID == nil || *res.SessionID != id {
+			t.Errorf("session_id %v, want %q", res.SessionID, id)
+		}
+		return res
+	}
+	w := run("agent-1", "open('notes.txt', 'w').write('remember me')\nopen('/tmp/scratch', 'w').write('x')")
+	if w.Status != StatusSuccess {
+		t.Fatalf("write: %s %s", w.Message(), w.Stderr)
+	}
+	if !slices.ContainsFunc(w.Artifacts, func(a Artifact) bool { return a.Path == "notes.txt" }) {
+		t.Errorf("artifacts %v, want notes.txt", w.Artifacts)
+	}
+	read := "import os\nprint(open('notes.txt').read(), os.path.exists('/tmp/scratch'))"
+	if got := run("agent-1", read).Stdout; got != "remember me False\n" {
+		t.Errorf("next call of the session: stdout %q, want the file kept and /tmp fresh", got)
+	}
+	if got := run("agent-2", "import os\nprint(os.listdir('.'))").Stdout; strings.Contains(got, "notes.txt") {
+		t.Errorf("another session sees the file: %s", got)
+	}
+	if got, _ := c.ExecuteCode(ctx, "python", "import os\nprint(os.listdir('.'))"); strings.Contains(got.Stdout, "notes.txt") {
+		t.Errorf("a call without session sees the file: %s", got.Stdout)
+	}
+	if err := c.DeleteSession("agent-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSession("agent-1"); !errors.Is(err, ErrSessionNotFound) {
+		t.Errorf("second delete: %v, want ErrSessionNotFound", err)
+	}
+	if got := run("agent-1", "import os\nprint(os.path.exists('notes.txt'))").Stdout; got != "False\n" {
+		t.Errorf("a deleted session kept its file: %q", got)
+	}
+}
+
+func TestSessionCompiled(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "c")
+	code := "#include <stdio.h>\nint main(void){FILE*f=fopen(\"n\",\"a+\");fputc('x',f);fseek(f,0,SEEK_SET);int n=0;while(fgetc(f)!=EOF)n++;printf(\"%d\\n\",n);return 0;}"
+	for want := 1; want <= 2; want++ {
+		res, err := c.ExecuteCode(context.Background(), "c", code, WithSession("c-session"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(res.Stdout) != string(rune('0'+want)) {
+			t.Errorf("call %d: stdout %q (%s %s)", want, res.Stdout, res.Message(), res.Stderr)
+		}
+	}
+}
+
+func TestSandboxProcessIsolation(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	res, err := c.SandboxProcessIsolation(context.Background(), "python", "import os\nprint(os.getpid())", ExecutionLimits{TimeLimit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Isolation.Isolated || res.Isolation.Backend != "native" || len(res.Isolation.Checks) == 0 {
+		t.Errorf("isolation %+v", res.Isolation)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"stdout", "status", "resource_usage", "limits_applied", "isolation"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q: %s", k, b)
+		}
+	}
+}
+
+func TestCheckDockerAvailable(t *testing.T) {
+	built := slices.Contains(backend.Names(), "docker")
+	_, dockerErr := exec.LookPath("docker")
+	if !built && CheckDockerAvailable(context.Background()) {
+		t.Error("docker reported available, but the docker backend is not built in")
+	}
+	if built && dockerErr != nil && CheckDockerAvailable(context.Background()) {
+		t.Error("docker reported available without a docker client")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	req := ExecutionRequest{
+		RequestID: "r1", Language: "python", Code: "print(int(input()) * 2)",
+		TestCases: []TestCase{{ID: "a", Input: "2\n", ExpectedOutput: "4\n"}, {ID: "b", Input: "5\n", ExpectedOutput: "11\n"}},
+	}
+	res := c.Execute(context.Background(), req)
+	if res.Status != judge.StatusSomePassed || len(res.TestResults) != 2 || res.TestResults[1].Status != judge.TestWrongAnswer {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestJudgeWithoutEngine(t *testing.T) {
+	c := newFake(t, &fakeBackend{})
+	c.judge = judge.New(brokenEngine{errors.New("no cache directory")}, judge.Options{})
+	res := c.Execute(context.Background(), ExecutionRequest{Language: "python", Code: "print(1)", TestCases: []TestCase{{Input: "", ExpectedOutput: "1"}}})
+	if res.Status != judge.StatusSandboxError || res.ErrorInfo == nil || !strings.Contains(res.ErrorInfo.Message, "no cache directory") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestFleetWrappers(t *testing.T) {
+	req, err := ArtifactToExecutionRequest(FleetArtifact{ArtifactType: "code", InlineContent: "print(1)", Metadata: map[string]any{"language": "Python"}},
+		[]map[string]any{{"input": "", "expected": "1"}}, FleetRequestOptions{RequestID: "x"})
+	if err != nil || req.Language != "python" || len(req.TestCases) != 1 || req.TestCases[0].ExpectedOutput != "1" {
+		t.Fatalf("request %+v, %v", req, err)
+	}
+	a, large := ExecutionResultToArtifact(ExecutionResult{RequestID: "x", Status: judge.StatusAllPassed, TestResults: []TestResult{}}, "k")
+	if a.ArtifactType != "test_result" || a.InlineContent == "" || large != "" {
+		t.Errorf("artifact %+v, large %q", a, large)
+	}
+}

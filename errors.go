@@ -1,0 +1,30 @@
+package coderunner
+
+import (
+	"errors"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/session"
+)
+
+// Error classes of refused requests. Callers test them with errors.Is.
+var (
+	// ErrUnsupportedLanguage: the language is not in the language table.
+	ErrUnsupportedLanguage = errors.New("unsupported language")
+	// ErrEmptyCode: the code is empty or only white space.
+	ErrEmptyCode = execute.ErrEmptyCode
+	// ErrInvalidLimits: a field of ExecutionLimits is out of range; the
+	// error is an *execute.LimitError naming it.
+	ErrInvalidLimits = execute.ErrInvalidLimits
+	// ErrInvalidSessionID: the session id does not match
+	// ^[A-Za-z0-9_-]{1,64}$.
+	ErrInvalidSessionID = execute.ErrInvalidSessionID
+	// ErrBackendUnavailable: no sandbox backend works on this machine.
+	ErrBackendUnavailable = errors.New("no sandbox backend is available")
+	// ErrTooManySessions, ErrSessionFull and ErrDiskFull: a session cap
+	// was reached; ErrSessionNotFound: no such session.
+	ErrTooManySessions = session.ErrTooManySessions
+	ErrSessionFull     = session.ErrSessionFull
+	ErrDiskFull        = session.ErrDiskFull
+	ErrSessionNotFound = session.ErrNotFound
+)

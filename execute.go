@@ -1,0 +1,186 @@
+package coderunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/lang"
+)
+
+// Result is the outcome of one execution; its JSON is the contract's
+// execute_with_limits object (§4.1).
+type Result = execute.Result
+
+// ResourceUsage is what a run consumed (spec 004's resource_usage).
+type ResourceUsage = execute.ResourceUsage
+
+// LimitsApplied echoes the limits a run was held to.
+type LimitsApplied = execute.LimitsApplied
+
+// Artifact is a file a program left in its workspace.
+type Artifact = execute.Artifact
+
+// Status is the overall outcome of an execution.
+type Status = execute.Status
+
+// The statuses of spec 004.
+const (
+	StatusSuccess        = execute.StatusSuccess
+	StatusTimeout        = execute.StatusTimeout
+	StatusExecutionError = execute.StatusExecutionError
+	StatusSetupError     = execute.StatusSetupError
+)
+
+// ExecutionLimits bounds one execution (spec 004's ExecutionLimits): time
+// in seconds (1–300, default 30), memory in MB (default 256), CPU cores
+// (default 0.5), output characters per stream (default 100000) and
+// processes (default 50). A zero field takes its default; Validate refuses
+// an out-of-range field with a message naming it, e.g. "invalid execution
+// limits: memory_limit 8 must be between 16 and 8192 MB".
+type ExecutionLimits = execute.ExecutionLimits
+
+// DefaultLimits returns spec 004's default limits.
+func DefaultLimits() ExecutionLimits { return execute.DefaultLimits() }
+
+// Option adds an optional argument of spec 004's functions.
+type Option func(*call)
+
+// call is the optional arguments of one execution.
+type call struct {
+	stdin          string
+	timeout        time.Duration
+	session        *string
+	stdout, stderr io.Writer
+}
+
+// WithStdin gives the program s as its standard input (default: empty).
+func WithStdin(s string) Option { return func(c *call) { c.stdin = s } }
+
+// WithTimeout sets the time limit of the run (spec 004 timeout: 1 to 300
+// seconds, default 30); with ExecuteWithLimits it replaces
+// limits.TimeLimit.
+func WithTimeout(d time.Duration) Option { return func(c *call) { c.timeout = d } }
+
+// WithSession runs the call in the session id: files written in
+// /workspace by earlier calls of the session are there.
+func WithSession(id string) Option { return func(c *call) { c.session = &id } }
+
+// WithOutput streams the program's stdout and stderr to the writers as it
+// runs, in addition to the copies in the Result.
+func WithOutput(stdout, stderr io.Writer) Option {
+	return func(c *call) { c.stdout, c.stderr = stdout, stderr }
+}
+
+// ExecuteCode runs code with the default CodeRunner; see
+// CodeRunner.ExecuteCode.
+func ExecuteCode(ctx context.Context, language, code string, opts ...Option) (*Result, error) {
+	c, err := Default()
+	if err != nil {
+		return unavailable(language, err, opts)
+	}
+	return c.ExecuteCode(ctx, language, code, opts...)
+}
+
+// ExecuteWithLimits runs code under limits with the default CodeRunner;
+// see CodeRunner.ExecuteWithLimits.
+func ExecuteWithLimits(ctx context.Context, language, code string, limits ExecutionLimits, opts ...Option) (*Result, error) {
+	c, err := Default()
+	if err != nil {
+		return unavailable(language, err, opts)
+	}
+	return c.ExecuteWithLimits(ctx, language, code, limits, opts...)
+}
+
+// ExecuteCode is spec 004's execute_code: it runs code in language with
+// the default limits (or the configuration's), and the options' stdin,
+// timeout and session. The Result is never nil; the error is non-nil when
+// the request was refused or ctx ended, and the Result then has status
+// setup_error and the message.
+func (c *CodeRunner) ExecuteCode(ctx context.Context, language, code string, opts ...Option) (*Result, error) {
+	return c.ExecuteWithLimits(ctx, language, code, ExecutionLimits{}, opts...)
+}
+
+// ExecuteWithLimits is spec 004's execute_with_limits: ExecuteCode under
+// limits, whose zero fields take the defaults. The Result reports the
+// resource usage measured while the program ran and the limits applied.
+func (c *CodeRunner) ExecuteWithLimits(ctx context.Context, language, code string, limits ExecutionLimits, opts ...Option) (*Result, error) {
+	req := c.request(language, code, limits, opts)
+	res, err := c.Executor().Execute(ctx, req)
+	if err != nil {
+		return refused(req, c.backend.Name(), c.langs, err)
+	}
+	return res, nil
+}
+
+// request builds the executor's request from the arguments.
+func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts []Option) execute.Request {
+	var a call
+	for _, o := range opts {
+		o(&a)
+	}
+	d := c.DefaultLimits()
+	if limits.TimeLimit == 0 {
+		limits.TimeLimit = d.TimeLimit
+	}
+	if limits.MemoryLimit == 0 {
+		limits.MemoryLimit = d.MemoryLimit
+	}
+	if limits.CPULimit == 0 {
+		limits.CPULimit = d.CPULimit
+	}
+	if limits.MaxOutputChars == 0 {
+		limits.MaxOutputChars = d.MaxOutputChars
+	}
+	if limits.Pids == 0 {
+		limits.Pids = d.Pids
+	}
+	if a.timeout != 0 {
+		limits.TimeLimit = a.timeout.Seconds()
+	}
+	return execute.Request{
+		Language:  language,
+		Code:      code,
+		Stdin:     a.stdin,
+		Limits:    limits,
+		SessionID: a.session,
+		Stdout:    a.stdout,
+		Stderr:    a.stderr,
+	}
+}
+
+// refused is the Result of a request that did not run: status
+// setup_error, exit code -1 and spec 004's message, with the error.
+func refused(req execute.Request, backendName string, langs *lang.Table, err error) (*Result, error) {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, lang.ErrUnknownLanguage):
+		msg = fmt.Sprintf("Unsupported language: %s. Supported languages: %s.", req.Language, strings.Join(langs.IDs(), ", "))
+		err = fmt.Errorf("%w: %w", ErrUnsupportedLanguage, err)
+	case errors.Is(err, ErrEmptyCode):
+		msg = "Code must be a non-empty string."
+	case errors.Is(err, ErrBackendUnavailable):
+		msg = "No sandbox backend is available on this system: " + err.Error()
+	}
+	res := execute.SetupErrorResult(req, backendName, err)
+	res.ErrorMessage = &msg
+	return res, err
+}
+
+// unavailable is the Result of a call made when no CodeRunner could be
+// made.
+func unavailable(language string, err error, opts []Option) (*Result, error) {
+	var a call
+	for _, o := range opts {
+		o(&a)
+	}
+	req := execute.Request{Language: language, SessionID: a.session}
+	if !errors.Is(err, ErrBackendUnavailable) {
+		err = fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
+	}
+	return refused(req, "", nil, err)
+}

@@ -1,0 +1,80 @@
+package coderunner
+
+import (
+	"context"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// IsolatedResult is the Result of SandboxProcessIsolation with the
+// isolation the program ran under.
+type IsolatedResult struct {
+	*Result
+	// Isolation describes the sandbox.
+	Isolation Isolation `json:"isolation"`
+}
+
+// Isolation is the isolation status of spec 004's
+// sandbox_process_isolation: what kept the program apart from this
+// process and the machine.
+type Isolation struct {
+	// Isolated is true when the program ran in its own sandboxed process
+	// tree, never in this process: the backend works here and ran it.
+	Isolated bool `json:"isolated"`
+	// Backend is the sandbox backend's name.
+	Backend string `json:"backend"`
+	// Checks are the facilities the backend found (namespaces, cgroups,
+	// seccomp …), as doctor shows them.
+	Checks []sandbox.Check `json:"checks"`
+	// Warnings are the weaknesses of the backend here and of this run.
+	Warnings []string `json:"warnings"`
+}
+
+// SandboxProcessIsolation runs code with the default CodeRunner; see
+// CodeRunner.SandboxProcessIsolation.
+func SandboxProcessIsolation(ctx context.Context, language, code string, limits ExecutionLimits, opts ...Option) (*IsolatedResult, error) {
+	c, err := Default()
+	if err != nil {
+		res, err := unavailable(language, err, opts)
+		return &IsolatedResult{Result: res, Isolation: Isolation{Checks: []sandbox.Check{}, Warnings: []string{}}}, err
+	}
+	return c.SandboxProcessIsolation(ctx, language, code, limits, opts...)
+}
+
+// SandboxProcessIsolation is spec 004's sandbox_process_isolation:
+// ExecuteWithLimits in a fresh sandbox that shares nothing with earlier
+// runs (a session option is ignored), with the isolation status. The
+// program always runs in a separate process tree with its own namespaces,
+// cgroup and seccomp filter as the backend provides them; Isolation says
+// which.
+func (c *CodeRunner) SandboxProcessIsolation(ctx context.Context, language, code string, limits ExecutionLimits, opts ...Option) (*IsolatedResult, error) {
+	req := c.request(language, code, limits, opts)
+	req.SessionID = nil
+	iso := c.isolation()
+	res, err := c.exec.Execute(ctx, req)
+	if err != nil {
+		res, err = refused(req, c.backend.Name(), c.langs, err)
+		iso.Isolated = false
+	} else {
+		iso.Isolated = iso.Isolated && res.Status != StatusSetupError
+		iso.Warnings = append(iso.Warnings, res.Warnings...)
+	}
+	return &IsolatedResult{Result: res, Isolation: iso}, err
+}
+
+// isolation is the backend's report, probed once.
+func (c *CodeRunner) isolation() Isolation {
+	c.probeOnce.Do(func() {
+		c.probe = sandbox.Report{Backend: c.backend.Name(), Available: true}
+		if p, ok := c.backend.(sandbox.Prober); ok {
+			c.probe = p.Probe(context.Background())
+		}
+	})
+	iso := Isolation{
+		Isolated: c.probe.Available,
+		Backend:  c.backend.Name(),
+		Checks:   append([]sandbox.Check{}, c.probe.Checks...),
+		Warnings: append([]string{}, c.probe.Warnings...),
+	}
+	return iso
+}

@@ -1,0 +1,54 @@
+package coderunner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/coderunner/coderunner/judge"
+)
+
+// Spec 000's types, from package judge.
+type (
+	// ExecutionRequest asks the judge to run code against test cases.
+	ExecutionRequest = judge.ExecutionRequest
+	// TestCase is one input with its expected output.
+	TestCase = judge.TestCase
+	// ExecutionResult is the judge's answer.
+	ExecutionResult = judge.ExecutionResult
+	// TestResult is the verdict of one test.
+	TestResult = judge.TestResult
+	// FleetArtifact is the Fleet's unit of exchange.
+	FleetArtifact = judge.Artifact
+	// FleetRequestOptions tune ArtifactToExecutionRequest.
+	FleetRequestOptions = judge.FleetRequestOptions
+)
+
+// Execute is spec 000's CodeRunner.execute: it compiles req's code once,
+// runs it on every test case and judges the outputs. It never fails: a
+// refused request, a compilation error and a failure of the sandbox are
+// results with their status and error_info.
+func (c *CodeRunner) Execute(ctx context.Context, req ExecutionRequest) ExecutionResult {
+	return c.judge.Execute(ctx, req)
+}
+
+// brokenEngine stands in for an engine that could not be made, so that
+// judging reports why as a sandbox_error.
+type brokenEngine struct{ err error }
+
+func (b brokenEngine) Prepare(context.Context, string, string) (judge.Program, error) {
+	return nil, fmt.Errorf("the judge is unavailable: %w", b.err)
+}
+
+// ArtifactToExecutionRequest is spec 000's artifact_to_execution_request:
+// a Fleet code artifact and its test cases become a request.
+func ArtifactToExecutionRequest(a FleetArtifact, testCases []map[string]any, opts FleetRequestOptions) (ExecutionRequest, error) {
+	return judge.ArtifactToExecutionRequest(a, testCases, opts)
+}
+
+// ExecutionResultToArtifact is spec 000's execution_result_to_artifact: a
+// result becomes a Fleet artifact, with its content inline below
+// judge.InlineThreshold bytes and otherwise stored under "beads:"+beadsKey
+// (largeContent is then what to store there).
+func ExecutionResultToArtifact(r ExecutionResult, beadsKey string) (a FleetArtifact, largeContent string) {
+	return judge.ExecutionResultToArtifact(r, beadsKey)
+}
