@@ -275,25 +275,6 @@ func TestKernelDestroy(t *testing.T) {
 	}
 }
 
-func TestKernelCloneIntoCgroup(t *testing.T) {
-	m := kernelManager(t)
-	testutil.Require(t, m.Version() == V2, "needs cgroup v2 for CLONE_INTO_CGROUP, this machine has "+m.Version().String())
-	g := kernelGroup(t, Limits{Processes: 8})
-	fd, ok := g.FD()
-	if !ok {
-		t.Fatal("FD() not ok on v2")
-	}
-	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasSuffix(strings.TrimSpace(string(out)), "/"+g.Name()) {
-		t.Errorf("child's cgroup is %q, want the group %s", out, g.Name())
-	}
-}
-
 func TestKernelStatsDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
