@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/coderunner/coderunner/internal/testutil"
 	"os"
 	"path"
 	"path/filepath"
@@ -299,7 +300,7 @@ func TestPrepareFake(t *testing.T) {
 	}}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
-		t.Skipf("no C compiler here: %s", tc.Reason)
+		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
 	p, err := r.PrepareProgram(context.Background(), "c", "int main(void) { return 0; }")
 	if err != nil {
@@ -348,7 +349,7 @@ func TestPrepareFakeJava(t *testing.T) {
 	}}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "java").Discover(context.Background()); !tc.Available {
-		t.Skipf("no JDK here: %s", tc.Reason)
+		testutil.Require(t, false, "no JDK here: "+tc.Reason)
 	}
 	p, err := r.PrepareProgram(context.Background(), "java", "public class Hello { public static void main(String[] a) {} }")
 	if err != nil {
@@ -381,7 +382,7 @@ func TestPrepareFakeInterpreted(t *testing.T) {
 	be := &fakeBackend{}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "python").Discover(context.Background()); !tc.Available {
-		t.Skipf("no python here: %s", tc.Reason)
+		testutil.Require(t, false, "no python here: "+tc.Reason)
 	}
 	p, err := r.PrepareProgram(context.Background(), "py", "print(1)")
 	if err != nil {
@@ -403,7 +404,7 @@ func TestPrepareFakeInterpreted(t *testing.T) {
 func TestPrepareFakeNoProgram(t *testing.T) {
 	r := newFake(t, &fakeBackend{}, Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
-		t.Skipf("no C compiler here: %s", tc.Reason)
+		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
 	_, err := r.Prepare(context.Background(), "c", "int main(void) { return 0; }")
 	var ce *judge.CompileError
@@ -420,7 +421,7 @@ func TestPrepareFakeFailure(t *testing.T) {
 	be := &fakeBackend{res: sandbox.Result{Status: sandbox.StatusNonzeroExit, ExitCode: 1, Stderr: []byte("main.c:1: error")}}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
-		t.Skipf("no C compiler here: %s", tc.Reason)
+		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
 	for range 2 {
 		_, err := r.Prepare(context.Background(), "c", "int main(void) { return x; }")
@@ -533,7 +534,7 @@ func TestGoSeed(t *testing.T) {
 	}}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "go").Discover(context.Background()); !tc.Available {
-		t.Skipf("no Go toolchain here: %s", tc.Reason)
+		testutil.Require(t, false, "no Go toolchain here: "+tc.Reason)
 	}
 	for i := range 2 {
 		p, err := r.PrepareProgram(context.Background(), "go", fmt.Sprintf("package main\n\nfunc main() { println(%d) }\n", i))
