@@ -1,0 +1,146 @@
+package bwrap
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// plan is everything bwrap's argument vector is built from. Building it
+// touches nothing on the host, so that the arguments can be tested alone.
+type plan struct {
+	// spec has its defaults applied and is valid.
+	spec *sandbox.Spec
+	// uid is the uid (and gid) of user code inside the sandbox.
+	uid int
+	// etcDir holds the synthetic /etc files.
+	etcDir string
+	// ldCache binds the host's loader cache at /etc/ld.so.cache.
+	ldCache bool
+	// workspace, tmp and shm are host tmpfs the backend mounted with a
+	// size and an inode cap; when empty, bwrap mounts a --size tmpfs of
+	// its own.
+	workspace, tmp, shm string
+	// fileFDs are the descriptors holding spec.Files, one each, when
+	// bwrap makes the private workspace itself.
+	fileFDs []int
+	// seccompFD, infoFD and blockFD are bwrap's --seccomp, --info-fd and
+	// --block-fd.
+	seccompFD, infoFD, blockFD int
+	// link reports whether a mount source is a symbolic link and where it
+	// points; such a mount is recreated as the same link.
+	link func(source string) (target string, ok bool, err error)
+}
+
+// args returns bwrap's arguments, without the program name.
+func (p *plan) args() ([]string, error) {
+	s, lim := p.spec, p.spec.Limits
+	uid := strconv.Itoa(p.uid)
+	a := []string{
+		// Spec 002 FR-016: every namespace, no capability, killed with
+		// its parent, no controlling terminal (TIOCSTI).
+		"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--unshare-user", "--uid", uid, "--gid", uid,
+		"--hostname", "sandbox",
+	}
+	// /etc first: toolchains may mount their configuration below it.
+	a = append(a, "--perms", "0755", "--tmpfs", "/etc")
+	for _, name := range etcNames {
+		a = append(a, "--ro-bind", path.Join(p.etcDir, name), "/etc/"+name)
+	}
+	if p.ldCache {
+		a = append(a, "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache")
+	}
+	for i, m := range s.Mounts {
+		target := m.TargetPath()
+		if p.link != nil {
+			to, ok, err := p.link(m.Source)
+			if err != nil {
+				return nil, fmt.Errorf("%w: Mounts[%d]: %w", sandbox.ErrSetup, i, err)
+			}
+			if ok {
+				a = append(a, "--symlink", to, target)
+				continue
+			}
+		}
+		op := "--ro-bind"
+		if m.Writable {
+			op = "--bind"
+		}
+		a = append(a, op, m.Source, target)
+	}
+	// /proc/1 is bwrap's init, which runs as the program's uid: hide it,
+	// or the program could read its root, environment and descriptors.
+	a = append(a, "--dev", "/dev", "--proc", "/proc", "--perms", "0555", "--size", "4096", "--tmpfs", "/proc/1")
+	a = p.scratch(a, p.shm, "/dev/shm", lim.TmpSize, "1777")
+	a = p.scratch(a, p.tmp, sandbox.TmpDir, lim.TmpSize, "1777")
+	switch {
+	case s.Workspace != "":
+		a = append(a, "--bind", s.Workspace, sandbox.WorkspaceDir)
+	case p.workspace != "":
+		// The backend wrote the files into its own tmpfs.
+		a = append(a, "--bind", p.workspace, sandbox.WorkspaceDir)
+	default:
+		a = append(a, "--perms", "0755", "--size", strconv.FormatInt(lim.WorkspaceSize, 10), "--tmpfs", sandbox.WorkspaceDir)
+		if len(p.fileFDs) != len(s.Files) {
+			return nil, fmt.Errorf("%w: %d descriptors for %d files", sandbox.ErrSetup, len(p.fileFDs), len(s.Files))
+		}
+		for _, dir := range parents(s.Files) {
+			a = append(a, "--perms", "0755", "--dir", path.Join(sandbox.WorkspaceDir, dir))
+		}
+		for i, f := range s.Files {
+			mode := f.Mode.Perm()
+			if mode == 0 {
+				mode = 0o644
+			}
+			a = append(a, "--perms", fmt.Sprintf("%04o", mode), "--file", strconv.Itoa(p.fileFDs[i]), path.Join(sandbox.WorkspaceDir, f.Path))
+		}
+	}
+	// Nothing of the root, /etc or /dev is writable; /dev/shm, /tmp and
+	// /workspace are mounts of their own and stay so.
+	a = append(a, "--remount-ro", "/proc/1", "--remount-ro", "/etc", "--remount-ro", "/dev", "--remount-ro", "/")
+	dir := s.Dir
+	if dir == "" {
+		dir = sandbox.WorkspaceDir
+	}
+	a = append(a, "--chdir", dir, "--clearenv")
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	a = append(a,
+		"--seccomp", strconv.Itoa(p.seccompFD),
+		"--info-fd", strconv.Itoa(p.infoFD),
+		"--block-fd", strconv.Itoa(p.blockFD),
+		"--")
+	return append(a, s.Args...), nil
+}
+
+// scratch mounts a size-capped scratch directory at target: the host tmpfs
+// the backend made, or bwrap's own.
+func (p *plan) scratch(a []string, host, target string, size int64, perms string) []string {
+	if host != "" {
+		return append(a, "--bind", host, target)
+	}
+	return append(a, "--perms", perms, "--size", strconv.FormatInt(size, 10), "--tmpfs", target)
+}
+
+// parents lists the directories the files need, parents first.
+func parents(files []sandbox.File) []string {
+	seen := map[string]bool{}
+	for _, f := range files {
+		for dir := path.Dir(f.Path); dir != "."; dir = path.Dir(dir) {
+			seen[dir] = true
+		}
+	}
+	dirs := make([]string, 0, len(seen))
+	for d := range seen {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	return dirs
+}

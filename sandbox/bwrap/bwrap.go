@@ -1,0 +1,223 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/cgroup"
+	"github.com/coderunner/coderunner/internal/seccomp"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// ErrNotFound means the bwrap binary is not installed. It wraps
+// sandbox.ErrUnavailable.
+var ErrNotFound = fmt.Errorf("%w: bwrap (Bubblewrap) is not installed; install it with `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install bubblewrap` (Fedora) or `apk add bubblewrap` (Alpine)", sandbox.ErrUnavailable)
+
+// DefaultHostUIDBase is the first host uid of the range the backend uses
+// as root: bwrap runs as DefaultHostUIDBase+1000. It lies apart from the
+// native backend's range so that the two never share a uid.
+const DefaultHostUIDBase = 1_200_000
+
+// sandboxUID is the uid (and gid) of user code inside the sandbox.
+const sandboxUID = 1000
+
+// Options configure the bwrap backend. The zero value is ready to use.
+type Options struct {
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Path is the bwrap binary; empty means "bwrap" looked up in PATH,
+	// then /usr/bin/bwrap.
+	Path string
+	// StateDir holds the synthetic /etc and, as root, the mount points of
+	// the runs' tmpfs. Empty means /run/coderunner-bwrap as root, else a
+	// directory under the temporary directory.
+	StateDir string
+	// HostUIDBase is the host uid range used as root; bwrap runs as
+	// HostUIDBase+1000. Zero means DefaultHostUIDBase.
+	HostUIDBase int
+	// Cgroup configures cgroup discovery; zero values are the real system.
+	Cgroup cgroup.Options
+}
+
+// Backend runs programs under Bubblewrap. It is safe for concurrent use.
+type Backend struct {
+	log        *slog.Logger
+	path       string
+	version    string
+	privileged bool
+	// hostUID is the host uid bwrap runs as, or -1 to keep ours.
+	hostUID  int
+	stateDir string
+	etcDir   string
+	ldCache  bool
+
+	cgroups   *cgroup.Manager
+	cgroupErr error
+	filter    []byte
+	warnings  []string
+	runID     atomic.Uint64
+}
+
+var (
+	_ sandbox.Backend = (*Backend)(nil)
+	_ sandbox.Prober  = (*Backend)(nil)
+)
+
+// New finds bwrap and prepares the backend: the seccomp filter, the
+// synthetic /etc and the cgroup hierarchy. A missing bwrap is ErrNotFound.
+func New(opts Options) (*Backend, error) {
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("%w: bwrap needs Linux", sandbox.ErrUnavailable)
+	}
+	b := &Backend{log: opts.Logger, privileged: os.Geteuid() == 0, hostUID: -1}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	p, err := findBwrap(opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	b.path = p
+	prog, err := seccomp.Program()
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to build seccomp filter: %w", sandbox.ErrUnavailable, err)
+	}
+	b.filter = seccomp.Marshal(prog)
+	if b.privileged {
+		base := opts.HostUIDBase
+		if base == 0 {
+			base = DefaultHostUIDBase
+		}
+		b.hostUID = base + sandboxUID
+	}
+	b.stateDir = opts.StateDir
+	if b.stateDir == "" {
+		b.stateDir = "/run/coderunner-bwrap"
+		if !b.privileged {
+			b.stateDir = filepath.Join(os.TempDir(), fmt.Sprintf("coderunner-bwrap-%d", os.Geteuid()))
+		}
+	}
+	b.etcDir = filepath.Join(b.stateDir, "etc")
+	if err := writeEtc(b.etcDir, sandboxUID); err != nil {
+		return nil, fmt.Errorf("%w: unable to write the sandbox /etc: %w", sandbox.ErrUnavailable, err)
+	}
+	// bwrap, running as another uid, must reach the /etc files and the
+	// mount points.
+	if err := os.Chmod(b.stateDir, 0o755); err != nil { //nolint:gosec // see above
+		return nil, fmt.Errorf("%w: unable to open up %s: %w", sandbox.ErrUnavailable, b.stateDir, err)
+	}
+	if _, err := os.Stat("/etc/ld.so.cache"); err == nil {
+		b.ldCache = true
+	}
+	// bwrap's monitor exits without reaping its sandbox child; as a
+	// subreaper we collect it instead of leaving a zombie to the machine's
+	// init, which may never reap.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		b.log.Warn("unable to become a child subreaper; bwrap's sandbox children are left to init", "error", err)
+	}
+	b.cgroups, b.cgroupErr = cgroup.Detect(opts.Cgroup)
+	if b.cgroupErr == nil {
+		g, err := b.cgroups.Create(fmt.Sprintf("bwrap-probe-%d", os.Getpid()), cgroup.Limits{})
+		if err != nil {
+			b.cgroups, b.cgroupErr = nil, err
+		} else if err := g.Destroy(); err != nil {
+			b.cgroups, b.cgroupErr = nil, err
+		}
+	}
+	if b.cgroupErr != nil {
+		b.warnings = append(b.warnings, fmt.Sprintf(
+			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)", b.cgroupErr))
+	}
+	if !b.privileged {
+		b.warnings = append(b.warnings,
+			"running unprivileged: /workspace and /tmp are capped in size but not in number of files")
+	}
+	return b, nil
+}
+
+// findBwrap resolves the bwrap binary.
+func findBwrap(p string) (string, error) {
+	if p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w (backend.bwrap_path %s: %w)", ErrNotFound, p, err)
+		}
+		return p, nil
+	}
+	if found, err := exec.LookPath("bwrap"); err == nil {
+		return filepath.Abs(found)
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err == nil {
+		return "/usr/bin/bwrap", nil
+	}
+	return "", ErrNotFound
+}
+
+// Name returns "bwrap".
+func (b *Backend) Name() string { return "bwrap" }
+
+// Probe runs a trivial program and reports what the backend uses here.
+func (b *Backend) Probe(ctx context.Context) sandbox.Report {
+	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
+	if b.version == "" {
+		out, err := exec.CommandContext(ctx, b.path, "--version").Output()
+		if err == nil {
+			b.version = strings.TrimSpace(string(out))
+		}
+	}
+	r.Checks = append(r.Checks, sandbox.Check{Name: "bwrap", OK: true, Detail: strings.TrimSpace(b.path + " " + b.version)})
+	uid := fmt.Sprintf("root: bwrap runs as host uid %d, user code as uid %d in its user namespace", b.hostUID, sandboxUID)
+	if !b.privileged {
+		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
+	}
+	r.Checks = append(r.Checks, sandbox.Check{Name: "privileges", OK: true, Detail: uid})
+	res, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: baseMounts(), Limits: sandbox.Limits{WallTime: 10e9}})
+	switch {
+	case err != nil:
+		r.Available, r.Reason = false, err.Error()
+	case res.Status != sandbox.StatusOK:
+		r.Available, r.Reason = false, fmt.Sprintf("a trivial program ended with %s: %s", res.Status, strings.TrimSpace(string(res.Stderr)))
+	}
+	r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: r.Available, Detail: orElse(r.Reason, "user, pid, mount, network, ipc, uts, cgroup (--unshare-all)")})
+	if b.cgroups != nil {
+		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()})
+	} else {
+		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error()})
+	}
+	r.Checks = append(r.Checks, sandbox.Check{Name: "seccomp", OK: true,
+		Detail: fmt.Sprintf("--seccomp with the native filter (%d instructions)", len(b.filter)/8)})
+	return r
+}
+
+func orElse(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+// baseMounts are the read-only host system directories a program needs.
+func baseMounts() []sandbox.Mount {
+	ms := []sandbox.Mount{{Source: "/usr"}}
+	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
+		if _, err := os.Lstat(p); err == nil {
+			ms = append(ms, sandbox.Mount{Source: p})
+		}
+	}
+	return ms
+}
+
+// BaseMounts are the read-only host paths every program needs: /usr and
+// the merged-/usr links at the root (spec 002 FR-015: /usr, /lib, /bin).
+func BaseMounts() []sandbox.Mount { return baseMounts() }
+
+var errNoInfo = errors.New("bwrap exited before its sandbox was set up")

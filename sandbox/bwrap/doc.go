@@ -1,0 +1,27 @@
+// Package bwrap is the Bubblewrap sandbox backend of the Runtime Executor
+// specification: every run is a fresh bwrap with --unshare-all
+// --die-with-parent --new-session --cap-drop ALL, read-only system
+// directories, a private size-capped /workspace, fresh /proc, /dev and
+// /tmp, a clean environment, no_new_privs and the project's seccomp filter
+// (--seccomp, the same program the native backend installs).
+//
+// Bubblewrap has no resource limits of its own. The backend puts each run
+// in a cgroup of its own (internal/cgroup, v1 or v2) before the program
+// starts: bwrap is started with --info-fd and --block-fd, so that it
+// reports the pid of its sandbox child and then waits; the backend moves
+// bwrap and that child into the run's cgroup (on v2 bwrap is cloned into
+// it directly), sets the child's rlimits with prlimit, and only then lets
+// it go. Wall time, CPU time (watched on the cgroup at a pace set by the
+// time left) and output caps are enforced exactly as on the native
+// backend, and the same measurements are reported.
+//
+// As root, bwrap itself runs as an unprivileged host uid (HostUIDBase+1000)
+// and creates its own user namespace, in which user code is uid 1000: user
+// code never runs as host root. The private /workspace, /tmp and /dev/shm
+// are tmpfs mounted by the backend with a size and an inode cap and bound
+// into the sandbox; unprivileged, bwrap's own --size tmpfs are used and the
+// inode count is bounded by the memory cgroup only.
+//
+// bwrap reports a program killed by signal N as exit status 128+N; the
+// backend reads such a status back as the signal (see watch.DecodeExit).
+package bwrap

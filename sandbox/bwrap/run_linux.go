@@ -1,0 +1,622 @@
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/cgroup"
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/hostws"
+	"github.com/coderunner/coderunner/sandbox/internal/watch"
+)
+
+// Bounds on waits that only a broken bwrap or kernel could exceed.
+const (
+	// setupTimeout bounds the wait for bwrap to report its sandbox child.
+	setupTimeout = 10 * time.Second
+	// drainTimeout bounds how long output is read after the run ended.
+	drainTimeout = 2 * time.Second
+)
+
+// maxInodes caps the files of each tmpfs: without it a run could pin
+// kernel memory with millions of empty files.
+const maxInodes = 16384
+
+// Run executes spec in a fresh bwrap sandbox. See sandbox.Backend.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	s := *spec
+	s.Limits = s.Limits.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := &run{b: b, spec: &s, id: b.runID.Add(1)}
+	defer r.close()
+	return r.execute(ctx)
+}
+
+// run is the state of one execution; close releases all of it on every
+// path.
+type run struct {
+	b    *Backend
+	spec *sandbox.Spec
+	id   uint64
+
+	// child holds the descriptors handed to bwrap, closed once it started;
+	// own holds the parent's ends, closed by close.
+	child, own []*os.File
+	dir        string   // per-run state directory (as root)
+	mounts     []string // host tmpfs to unmount
+	group      *cgroup.Group
+	cmd        *exec.Cmd
+	waited     chan struct{}
+	// childPID is bwrap's sandbox child once reported, 0 before.
+	childPID int
+}
+
+func (r *run) close() {
+	// The child first: it waits on the block pipe, which closing would
+	// release, and it is not yet bound to die with bwrap.
+	if r.childPID > 0 {
+		_ = unix.Kill(r.childPID, unix.SIGKILL)
+	}
+	if r.group != nil {
+		_ = r.group.Kill()
+	}
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		<-r.waited
+	}
+	if r.childPID > 0 {
+		reap(r.childPID)
+	}
+	if r.group != nil {
+		if err := r.group.Destroy(); err != nil {
+			r.b.log.Warn("unable to remove run cgroup", "run", r.id, "error", err)
+		}
+	}
+	for _, f := range append(r.child, r.own...) {
+		_ = f.Close()
+	}
+	for _, m := range r.mounts {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+			r.b.log.Warn("unable to unmount run tmpfs", "run", r.id, "path", m, "error", err)
+		}
+	}
+	if r.dir != "" {
+		if err := os.RemoveAll(r.dir); err != nil {
+			r.b.log.Warn("unable to remove run directory", "run", r.id, "error", err)
+		}
+	}
+}
+
+// pipe makes a pipe whose end give goes to bwrap.
+func (r *run) pipe(childReads bool) (parent, child *os.File, err error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	if childReads {
+		parent, child = pw, pr
+	} else {
+		parent, child = pr, pw
+	}
+	r.own = append(r.own, parent)
+	r.child = append(r.child, child)
+	return parent, child, nil
+}
+
+func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
+	b, s, lim := r.b, r.spec, r.spec.Limits
+	p := &plan{spec: s, uid: sandboxUID, etcDir: b.etcDir, ldCache: b.ldCache, link: hostLink}
+	if err := r.prepare(p); err != nil {
+		return nil, err
+	}
+
+	// Descriptors 3, 4 and 5 are the filter, the info pipe and the block
+	// pipe; the files of a private workspace follow.
+	filterW, filterR, err := r.pipe(true)
+	if err != nil {
+		return nil, err
+	}
+	infoR, infoW, err := r.pipe(false)
+	if err != nil {
+		return nil, err
+	}
+	blockW, blockR, err := r.pipe(true)
+	if err != nil {
+		return nil, err
+	}
+	extra := []*os.File{filterR, infoW, blockR}
+	p.seccompFD, p.infoFD, p.blockFD = 3, 4, 5
+	if s.Workspace == "" && p.workspace == "" {
+		for _, f := range s.Files {
+			mf, err := memfd(f.Path, f.Content)
+			if err != nil {
+				return nil, err
+			}
+			r.child = append(r.child, mf)
+			p.fileFDs = append(p.fileFDs, 3+len(extra))
+			extra = append(extra, mf)
+		}
+	}
+	args, err := p.args()
+	if err != nil {
+		return nil, err
+	}
+	// The filter fits in the pipe's buffer: bwrap reads it to EOF.
+	if _, err := filterW.Write(b.filter); err != nil {
+		return nil, fmt.Errorf("%w: unable to pass the seccomp filter: %w", sandbox.ErrSetup, err)
+	}
+	_ = filterW.Close()
+
+	outR, outW, err := r.pipe(false)
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := r.pipe(false)
+	if err != nil {
+		return nil, err
+	}
+	var stdin *os.File
+	var stdinW *os.File
+	if s.Stdin != nil {
+		stdinW, stdin, err = r.pipe(true)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		// Opened here, the descriptor still reads as /dev/null inside: the
+		// sandbox's /dev/null is the same device node.
+		stdin, err = os.Open(os.DevNull)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		r.child = append(r.child, stdin)
+	}
+
+	if b.cgroups != nil {
+		r.group, err = b.cgroups.Create(fmt.Sprintf("bwrap-%d-%d", os.Getpid(), r.id), cgroup.Limits{
+			Memory: lim.Memory,
+			// bwrap's monitor and the namespace's init run beside the
+			// program.
+			Processes: lim.Processes + 2,
+			CPUs:      lim.CPUs,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+
+	cmd := &exec.Cmd{
+		Path:        b.path,
+		Args:        append([]string{"bwrap"}, args...),
+		Env:         []string{},
+		Stdin:       stdin,
+		Stdout:      outW,
+		Stderr:      errW,
+		ExtraFiles:  extra,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	if b.hostUID >= 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.hostUID), Gid: uint32(b.hostUID), Groups: []uint32{}}
+	}
+	if r.group != nil {
+		if fd, ok := r.group.FD(); ok {
+			// cgroup v2: bwrap starts inside the group.
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		}
+	}
+
+	kill := make(chan watch.Reason, 4)
+	stop := func(reason watch.Reason) {
+		select {
+		case kill <- reason:
+		default:
+		}
+	}
+	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) })
+	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) })
+
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: unable to start bwrap: %w", sandbox.ErrSetup, err)
+	}
+	r.cmd = cmd
+	r.waited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(r.waited)
+	}()
+	for _, f := range r.child {
+		_ = f.Close()
+	}
+	r.child = nil
+	go stdout.Drain(outR)
+	go stderr.Drain(errR)
+
+	child, err := r.awaitChild(ctx, infoR)
+	if err != nil {
+		if errors.Is(err, errNoInfo) {
+			<-r.waited
+			select {
+			case <-stderr.Done():
+			case <-time.After(drainTimeout):
+			}
+			msg, _ := stderr.Result()
+			return nil, fmt.Errorf("%w: %w: %s", sandbox.ErrSetup, err, strings.TrimSpace(string(msg)))
+		}
+		return nil, err
+	}
+	r.childPID = child
+	if err := r.confine(child); err != nil {
+		return nil, err
+	}
+	// Let bwrap go: its child execs the program only now, inside the
+	// cgroup and under its rlimits.
+	if _, err := blockW.Write([]byte{'g'}); err != nil {
+		return nil, fmt.Errorf("%w: unable to start the sandbox: %w", sandbox.ErrSetup, err)
+	}
+	_ = blockW.Close()
+	start := time.Now()
+	if stdinW != nil {
+		go watch.Feed(stdinW, s.Stdin)
+	}
+
+	var source watch.Source
+	if r.group != nil {
+		source = func() (watch.Usage, error) {
+			st, err := r.group.Stats()
+			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
+		}
+	}
+	mon := watch.NewMonitor(source, lim, s.SampleInterval, 0, start)
+	go mon.Watch(func() { stop(watch.ReasonCPU) })
+	defer mon.Stop()
+	wall := time.NewTimer(lim.WallTime)
+	defer wall.Stop()
+
+	reason := watch.ReasonNone
+	select {
+	case <-r.waited:
+	case <-wall.C:
+		reason = watch.ReasonWall
+	case reason = <-kill:
+	case <-ctx.Done():
+		reason = watch.ReasonCancel
+	}
+	end := time.Now()
+	// Nothing of the run may outlive it.
+	if r.group != nil {
+		_ = r.group.Kill()
+	}
+	_ = cmd.Process.Kill()
+	<-r.waited
+	mon.Stop()
+	if reason == watch.ReasonCancel {
+		return nil, ctx.Err()
+	}
+	drained := time.NewTimer(drainTimeout)
+	defer drained.Stop()
+	for _, c := range []*watch.Capture{stdout, stderr} {
+		select {
+		case <-c.Done():
+		case <-drained.C:
+			b.log.Warn("output still open after the sandbox ended", "run", r.id)
+		}
+	}
+
+	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append([]string(nil), b.warnings...)}
+	res.Stdout, res.StdoutTruncated = stdout.Result()
+	res.Stderr, res.StderrTruncated = stderr.Result()
+	if r.group != nil {
+		st, err := r.group.Stats()
+		if err != nil {
+			return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
+		}
+		res.CPUTime, res.PeakMemory, res.MemoryExceeded = st.CPU, st.PeakMemory, st.OOMKills > 0
+	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		// Without a cgroup only bwrap's own children are counted.
+		res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		res.PeakMemory = ru.Maxrss * 1024
+	}
+	res.Samples = mon.Finish(end, res.CPUTime, res.PeakMemory)
+	if reason == watch.ReasonNone && res.Truncated() {
+		reason = watch.ReasonOutput
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case reason != watch.ReasonNone || ws.Signaled():
+		// bwrap itself was killed: by us, or by the OOM killer.
+		res.ExitCode, res.Signal = -1, syscall.SIGKILL
+	default:
+		res.ExitCode, res.Signal = watch.DecodeExit(ws.ExitStatus())
+		if res.ExitCode == 1 && bytes.HasPrefix(res.Stderr, []byte("bwrap: ")) && !res.Truncated() {
+			// bwrap could not finish the sandbox or exec the program
+			// (its interpreter is missing).
+			return nil, fmt.Errorf("%w: %s", sandbox.ErrSetup, strings.TrimSpace(string(res.Stderr)))
+		}
+	}
+	watch.Decide(res, reason, lim.CPUTime)
+	return res, nil
+}
+
+// prepare makes the run's scratch file systems. As root they are host tmpfs
+// with an inode cap, bound into the sandbox; the spec's files are written
+// into the workspace from the host, beneath it.
+func (r *run) prepare(p *plan) error {
+	b, s, lim := r.b, r.spec, r.spec.Limits
+	if s.Workspace != "" {
+		uid := b.hostUID
+		if uid < 0 {
+			uid = os.Getuid()
+		}
+		if err := hostws.Prepare(s.Workspace, s.Files, uid, b.privileged); err != nil {
+			return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+	if !b.privileged {
+		return nil
+	}
+	dir, err := os.MkdirTemp(b.stateDir, "run-")
+	if err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	r.dir = dir
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // bwrap's uid binds the mounts below
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	mk := func(name string, size int64, mode string) (string, error) {
+		m := filepath.Join(dir, name)
+		if err := os.Mkdir(m, 0o700); err != nil {
+			return "", fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", size, maxInodes, mode, b.hostUID, b.hostUID)
+		if err := unix.Mount("tmpfs", m, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return "", fmt.Errorf("%w: unable to mount a tmpfs for %s: %w", sandbox.ErrSetup, name, err)
+		}
+		r.mounts = append(r.mounts, m)
+		return m, nil
+	}
+	if p.tmp, err = mk("tmp", lim.TmpSize, "1777"); err != nil {
+		return err
+	}
+	if p.shm, err = mk("shm", lim.TmpSize, "1777"); err != nil {
+		return err
+	}
+	if s.Workspace == "" {
+		if p.workspace, err = mk("workspace", lim.WorkspaceSize, "0755"); err != nil {
+			return err
+		}
+		if err := hostws.Prepare(p.workspace, s.Files, b.hostUID, true); err != nil {
+			return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+	return nil
+}
+
+// awaitChild reads bwrap's --info-fd report and returns the host pid of
+// its sandbox child, which now waits on the block pipe.
+func (r *run) awaitChild(ctx context.Context, info *os.File) (int, error) {
+	type report struct {
+		pid int
+		err error
+	}
+	got := make(chan report, 1)
+	go func() {
+		data, err := readInfo(info)
+		if err != nil {
+			got <- report{err: err}
+			return
+		}
+		pid, err := parseInfo(data)
+		got <- report{pid: pid, err: err}
+	}()
+	timer := time.NewTimer(setupTimeout)
+	defer timer.Stop()
+	select {
+	case rep := <-got:
+		return rep.pid, rep.err
+	case <-timer.C:
+		return 0, fmt.Errorf("%w: bwrap did not report its sandbox within %v", sandbox.ErrSetup, setupTimeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// readInfo reads the info document: bwrap writes it whole and then keeps
+// the descriptor open until it exits, so it is read up to its closing
+// brace.
+func readInfo(f *os.File) ([]byte, error) {
+	var buf []byte
+	chunk := make([]byte, 1024)
+	for len(buf) < 64<<10 {
+		n, err := f.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if json.Valid(bytes.TrimSpace(buf)) {
+			return buf, nil
+		}
+		if err == io.EOF {
+			return nil, errNoInfo
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+	return nil, fmt.Errorf("%w: bwrap's info document is too large", sandbox.ErrSetup)
+}
+
+// parseInfo extracts the sandbox child's pid from bwrap's info document.
+func parseInfo(data []byte) (int, error) {
+	var info struct {
+		ChildPID *int `json:"child-pid"`
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return 0, fmt.Errorf("%w: malformed bwrap info: %w", sandbox.ErrSetup, err)
+	}
+	if info.ChildPID == nil || *info.ChildPID <= 1 {
+		return 0, fmt.Errorf("%w: bwrap info has no child pid: %.200q", sandbox.ErrSetup, data)
+	}
+	return *info.ChildPID, nil
+}
+
+// confine puts bwrap and its sandbox child in the run's cgroup (on v1; v2
+// cloned bwrap into it) and sets the child's rlimits, which the program
+// inherits.
+func (r *run) confine(child int) error {
+	lim := r.spec.Limits
+	if r.group != nil {
+		if _, ok := r.group.FD(); !ok {
+			for _, pid := range []int{r.cmd.Process.Pid, child} {
+				if err := r.group.Add(pid); err != nil {
+					return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+				}
+			}
+		}
+	}
+	cpu := uint64((lim.CPUTime + time.Second - 1) / time.Second)
+	stack := uint64(min(lim.Memory, 256*sandbox.MiB))
+	limits := []struct {
+		res       int
+		cur, hard uint64
+	}{
+		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_FSIZE, uint64(lim.FileSize), uint64(lim.FileSize)},
+		{unix.RLIMIT_NOFILE, uint64(lim.OpenFiles), uint64(lim.OpenFiles)},
+		{unix.RLIMIT_STACK, stack, stack},
+		// A backstop only: the monitor stops the run at the CPU limit.
+		{unix.RLIMIT_CPU, cpu + 1, cpu + 2},
+		// The namespace's init counts too.
+		{unix.RLIMIT_NPROC, uint64(lim.Processes + 1), uint64(lim.Processes + 1)},
+	}
+	if r.group == nil {
+		limits = append(limits, struct {
+			res       int
+			cur, hard uint64
+		}{unix.RLIMIT_AS, uint64(lim.Memory), uint64(lim.Memory)})
+	}
+	return asUser(r.b.hostUID, func() error {
+		for _, l := range limits {
+			rl := unix.Rlimit{Cur: l.cur, Max: l.hard}
+			if err := unix.Prlimit(child, l.res, &rl, nil); err != nil {
+				return fmt.Errorf("%w: unable to set rlimit %d of the sandbox: %w", sandbox.ErrSetup, l.res, err)
+			}
+		}
+		return nil
+	})
+}
+
+// asUser runs f on a locked OS thread whose real and effective uid and gid
+// are uid, then restores the thread's ids. prlimit(2) on another user's
+// process needs CAP_SYS_RESOURCE, which root does not always have (some
+// container runtimes drop it); with matching ids it needs nothing, and
+// lowering limits never does. A negative uid runs f as we are.
+func asUser(uid int, f func() error) error {
+	if uid < 0 {
+		return f()
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Raw syscalls change this thread only (syscall.Setresuid would
+		// change every thread of the process). The saved ids stay 0, so
+		// that the thread can become root again.
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("%w: setresgid: %w", sandbox.ErrSetup, e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
+			restored := restoreIDs()
+			if restored {
+				runtime.UnlockOSThread()
+			}
+			done <- fmt.Errorf("%w: setresuid: %w", sandbox.ErrSetup, e)
+			return
+		}
+		err := f()
+		if restoreIDs() {
+			runtime.UnlockOSThread()
+		}
+		// Otherwise the thread stays locked and exits with this
+		// goroutine, taking its foreign ids with it.
+		done <- err
+	}()
+	return <-done
+}
+
+// restoreIDs makes the calling thread root again.
+func restoreIDs() bool {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, 0, 0, ^uintptr(0)); e != 0 {
+		return false
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_SETRESGID, 0, 0, ^uintptr(0))
+	return e == 0
+}
+
+// reapTimeout bounds the wait for bwrap's sandbox child to exit once its
+// monitor is gone; the kernel ends it as soon as its namespace is killed.
+const reapTimeout = 2 * time.Second
+
+// reap collects bwrap's sandbox child. bwrap's monitor exits as soon as the
+// child reports the program's status, without waiting for the child itself,
+// which is then handed to us (we are a child subreaper) instead of lingering
+// as a zombie under the machine's init.
+func reap(pid int) {
+	deadline := time.Now().Add(reapTimeout)
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, nil)
+		if got == pid || err != nil || time.Now().After(deadline) {
+			// ECHILD: not ours (no subreaper), someone else reaps it.
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// memfd holds a file's content for bwrap's --file.
+func memfd(name string, content []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("coderunner-file", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(content); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	return f, nil
+}
+
+// hostLink reports whether a mount source is a symbolic link, as /lib is
+// on merged-/usr systems.
+func hostLink(source string) (string, bool, error) {
+	fi, err := os.Lstat(source)
+	if err != nil {
+		return "", false, err
+	}
+	if fi.Mode()&os.ModeSymlink == 0 {
+		return "", false, nil
+	}
+	to, err := os.Readlink(source)
+	return to, err == nil, err
+}
