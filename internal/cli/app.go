@@ -73,6 +73,7 @@ func init() {
 		{"doctor", "show what works on this machine: backends, isolation, toolchains", (*App).doctorCmd},
 		{"langs", "list the languages and whether their toolchains are available", (*App).langsCmd},
 		{"version", "print the version and commit", (*App).versionCmd},
+		{"mcp", "serve the MCP tools execute_code, judge_code and list_languages over stdio", (*App).mcpCmd},
 	}
 }
 

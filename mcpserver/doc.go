@@ -1,0 +1,32 @@
+// Package mcpserver serves coderunner to AI agents over the Model Context
+// Protocol, with the official Go SDK: over stdio (coderunner mcp) and over
+// streamable HTTP (the /mcp endpoint of coderunner serve).
+//
+// Three tools:
+//
+//   - execute_code runs a program (spec 004's execute_code: language,
+//     code, stdin, timeout, session_id, and optionally memory_limit). The
+//     result is the contract's §4.1 object as structuredContent, and as
+//     text a one-line summary followed by the program's output and the same
+//     JSON. With a session_id, files written in /workspace stay there for
+//     the session's next call.
+//   - judge_code compiles once and runs test cases (spec 000: language,
+//     code, test_cases, timeout_ms, total_timeout_ms, memory_limit_mb,
+//     compare); the §4.2 result is the structured content. A client that
+//     sends a progress token receives a notification as each test ends.
+//   - list_languages lists the languages with their aliases and whether
+//     their toolchain is available here.
+//
+// Input schemas describe every argument, enumerate the language names and
+// bound every limit. Arguments are decoded by this package rather than by
+// the SDK's schema validation, so that a bad argument is a tool error
+// (isError: true) whose message names the argument and says what is
+// allowed, the way an agent can act on; unknown arguments are refused too,
+// since they are usually a misspelling. A verdict is not a tool error: a
+// program that fails or times out is a successful call whose result says
+// so; a request the sandbox refused, or could not run, is.
+//
+// Cancellation by the client (notifications/cancelled, or the HTTP request
+// going away) cancels the call's context, which stops the sandboxed
+// program and everything it started.
+package mcpserver

@@ -1,0 +1,471 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/session"
+)
+
+// fakeRunner answers execute_code: "print X" succeeds with X, "fail"
+// exits 2, "broken" is a setup_error, "refuse" is refused, "block" waits
+// for the context and records that it ended.
+type fakeRunner struct {
+	mu       sync.Mutex
+	reqs     []execute.Request
+	started  chan struct{}
+	canceled chan struct{}
+}
+
+func newFakeRunner() *fakeRunner {
+	return &fakeRunner{started: make(chan struct{}, 10), canceled: make(chan struct{}, 10)}
+}
+
+func (f *fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute.Result, error) {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	f.mu.Unlock()
+	res := &execute.Result{Status: execute.StatusSuccess, Language: req.Language, Backend: "fake", SessionID: req.SessionID,
+		LimitsApplied: execute.LimitsApplied{TimeLimitSeconds: req.Limits.TimeLimit, MemoryLimitMB: req.Limits.MemoryLimit}}
+	switch code := req.Code; {
+	case strings.HasPrefix(code, "print "):
+		res.Stdout = strings.TrimPrefix(code, "print ") + "\n"
+	case code == "fail":
+		msg := "Process exited with code 2."
+		res.Status, res.ExitCode, res.ErrorMessage, res.Stderr = execute.StatusExecutionError, 2, &msg, "boom\n"
+	case code == "broken":
+		msg := "sandbox failed: cgroup vanished"
+		res.Status, res.ExitCode, res.ErrorMessage = execute.StatusSetupError, -1, &msg
+	case code == "refuse":
+		return nil, fmt.Errorf("%w: 100 sessions are open", session.ErrTooManySessions)
+	case code == "block":
+		f.started <- struct{}{}
+		<-ctx.Done()
+		f.canceled <- struct{}{}
+		return nil, ctx.Err()
+	}
+	return res, nil
+}
+
+func (f *fakeRunner) last() execute.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reqs[len(f.reqs)-1]
+}
+
+// fakeEngine runs "echo" programs (stdout = stdin) and "block" programs
+// that wait for their context.
+type fakeEngine struct{ runner *fakeRunner }
+
+func (e fakeEngine) Prepare(_ context.Context, language, code string) (judge.Program, error) {
+	if language != "python" {
+		return nil, fmt.Errorf("%w: %s", judge.ErrUnsupportedLanguage, language)
+	}
+	return fakeProgram{code: code, runner: e.runner}, nil
+}
+
+type fakeProgram struct {
+	code   string
+	runner *fakeRunner
+}
+
+func (p fakeProgram) Run(ctx context.Context, stdin []byte, _ sandbox.Limits) (*sandbox.Result, error) {
+	if p.code == "block" {
+		p.runner.started <- struct{}{}
+		<-ctx.Done()
+		p.runner.canceled <- struct{}{}
+		return &sandbox.Result{Status: sandbox.StatusSignaled}, nil
+	}
+	return &sandbox.Result{Status: sandbox.StatusOK, Stdout: stdin, WallTime: time.Millisecond}, nil
+}
+
+func (fakeProgram) Close() error { return nil }
+
+func newServer(t *testing.T) (*Server, *fakeRunner) {
+	t.Helper()
+	fr := newFakeRunner()
+	s, err := New(Options{Runner: fr, Languages: lang.Default(), Engine: fakeEngine{fr}, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fr
+}
+
+// transports are the ways the tests reach a Server.
+var transports = []string{"memory", "http"}
+
+// connect returns a client session to s over the named transport.
+func connect(t *testing.T, s *Server, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
+	var ct mcp.Transport
+	switch transport {
+	case "memory":
+		st, c := mcp.NewInMemoryTransports()
+		ss, err := s.MCP().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		ct = c
+	case "http":
+		ts := httptest.NewServer(s.Handler())
+		t.Cleanup(ts.Close)
+		ct = &mcp.StreamableClientTransport{Endpoint: ts.URL}
+	}
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// structuredInto decodes the structured content and checks that the text
+// is a summary line followed by the same JSON.
+func structuredInto(t *testing.T, res *mcp.CallToolResult, v any) (summary string) {
+	t.Helper()
+	data, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("structured content %s: %v", data, err)
+	}
+	summary, body, ok := strings.Cut(text(res), "\n")
+	if !ok {
+		t.Fatalf("text has no JSON after the summary: %q", text(res))
+	}
+	var fromText, fromStructured any
+	if err := json.Unmarshal([]byte(body), &fromText); err != nil {
+		t.Fatalf("text after the summary is not JSON: %v", err)
+	}
+	_ = json.Unmarshal(data, &fromStructured)
+	if fmt.Sprint(fromText) != fmt.Sprint(fromStructured) {
+		t.Errorf("text JSON differs from structured content:\n%s\n%s", body, data)
+	}
+	return summary
+}
+
+func TestListTools(t *testing.T) {
+	s, _ := newServer(t)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := connect(t, s, tr, nil)
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			var exec *mcp.Tool
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+				if tool.Description == "" {
+					t.Errorf("%s has no description", tool.Name)
+				}
+				if tool.Name == ToolExecuteCode {
+					exec = tool
+				}
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, []string{ToolExecuteCode, ToolJudgeCode, ToolListLanguages}) {
+				t.Fatalf("tools %v", names)
+			}
+			var schema struct {
+				Required   []string `json:"required"`
+				Properties map[string]struct {
+					Enum        []string `json:"enum"`
+					Minimum     *float64 `json:"minimum"`
+					Maximum     *float64 `json:"maximum"`
+					Description string   `json:"description"`
+				} `json:"properties"`
+			}
+			b, _ := json.Marshal(exec.InputSchema)
+			if err := json.Unmarshal(b, &schema); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(schema.Properties["language"].Enum, "python") || !slices.Contains(schema.Properties["language"].Enum, "js") {
+				t.Errorf("language enum %v", schema.Properties["language"].Enum)
+			}
+			if to := schema.Properties["timeout"]; to.Minimum == nil || *to.Minimum != 1 || to.Maximum == nil || *to.Maximum != 300 {
+				t.Errorf("timeout bounds %+v", to)
+			}
+			for _, p := range []string{"language", "code", "stdin", "timeout", "session_id"} {
+				if schema.Properties[p].Description == "" {
+					t.Errorf("argument %s has no description", p)
+				}
+			}
+			if !slices.Equal(schema.Required, []string{"language", "code"}) {
+				t.Errorf("required %v", schema.Required)
+			}
+		})
+	}
+}
+
+func TestExecuteCode(t *testing.T) {
+	s, fr := newServer(t)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := connect(t, s, tr, nil)
+			res := call(t, cs, ToolExecuteCode, map[string]any{
+				"language": "python", "code": "print <hi> & bye", "stdin": "in", "timeout": 2.5, "memory_limit": 64, "session_id": "s-1",
+			})
+			if res.IsError {
+				t.Fatalf("tool error: %s", text(res))
+			}
+			var r execute.Result
+			summary := structuredInto(t, res, &r)
+			if r.Stdout != "<hi> & bye\n" || r.Status != execute.StatusSuccess || r.SessionID == nil || *r.SessionID != "s-1" {
+				t.Errorf("result %+v", r)
+			}
+			if !strings.HasPrefix(summary, "success: exit code 0") || !strings.Contains(summary, "session s-1") {
+				t.Errorf("summary %q", summary)
+			}
+			req := fr.last()
+			if req.Stdin != "in" || req.Limits.TimeLimit != 2.5 || req.Limits.MemoryLimit != 64 || req.Limits.CPULimit != 0.5 {
+				t.Errorf("request %+v", req)
+			}
+
+			// A failing program is a result, not a tool error.
+			res = call(t, cs, ToolExecuteCode, map[string]any{"language": "py", "code": "fail"})
+			structuredInto(t, res, &r)
+			if res.IsError || r.Status != execute.StatusExecutionError || r.ExitCode != 2 {
+				t.Errorf("failing program: isError %v, %+v", res.IsError, r)
+			}
+			// A sandbox failure is.
+			res = call(t, cs, ToolExecuteCode, map[string]any{"language": "py", "code": "broken"})
+			structuredInto(t, res, &r)
+			if !res.IsError || r.Status != execute.StatusSetupError {
+				t.Errorf("sandbox failure: isError %v, %+v", res.IsError, r)
+			}
+		})
+	}
+}
+
+func TestExecuteCodeErrors(t *testing.T) {
+	s, _ := newServer(t)
+	tests := []struct {
+		name string
+		args any
+		want string
+	}{
+		{"unknown language", map[string]any{"language": "cobol", "code": "x"}, `unsupported language "cobol": use one of bash,`},
+		{"no language", map[string]any{"code": "x"}, `argument "language" is required`},
+		{"empty code", map[string]any{"language": "python", "code": " "}, `argument "code" is required and must not be empty`},
+		{"timeout high", map[string]any{"language": "python", "code": "x", "timeout": 301}, `argument "timeout": 301 must be between 1 and 300 seconds`},
+		{"timeout low", map[string]any{"language": "python", "code": "x", "timeout": 0}, `argument "timeout": 0 must be between 1 and 300 seconds`},
+		{"memory", map[string]any{"language": "python", "code": "x", "memory_limit": 8}, `argument "memory_limit": 8 must be between 16 and 8192 MB`},
+		{"session", map[string]any{"language": "python", "code": "x", "session_id": "../../etc"}, `argument "session_id": invalid session_id`},
+		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are code, language, memory_limit, session_id, stdin, timeout)`},
+		{"wrong type", map[string]any{"language": "python", "code": 42}, `argument "code" must be a string, not a number`},
+		{"wrong type timeout", map[string]any{"language": "python", "code": "x", "timeout": "10s"}, `argument "timeout" must be a number, not a string`},
+		{"refused by the runner", map[string]any{"language": "python", "code": "refuse"}, "too many sessions: 100 sessions are open"},
+	}
+	for _, tr := range transports {
+		cs := connect(t, s, tr, nil)
+		for _, tt := range tests {
+			t.Run(tr+"/"+tt.name, func(t *testing.T) {
+				res := call(t, cs, ToolExecuteCode, tt.args)
+				if !res.IsError || !strings.Contains(text(res), tt.want) {
+					t.Errorf("isError %v, text %q; want an error containing %q", res.IsError, text(res), tt.want)
+				}
+			})
+		}
+	}
+}
+
+func TestJudgeCode(t *testing.T) {
+	s, _ := newServer(t)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			var mu sync.Mutex
+			var progress []*mcp.ProgressNotificationParams
+			cs := connect(t, s, tr, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				progress = append(progress, req.Params)
+				mu.Unlock()
+			}})
+			params := &mcp.CallToolParams{Name: ToolJudgeCode, Arguments: map[string]any{
+				"language": "python", "code": "echo", "compare": "exact",
+				"test_cases": []map[string]any{
+					{"id": "a", "input": "1\n", "expected_output": "1\n"},
+					{"id": "b", "input": "2\n", "expected": "3\n"},
+					{"id": "c", "input": "4\n", "expected_output": "4\n", "is_hidden": true},
+				},
+			}}
+			params.SetProgressToken("judge-1")
+			res, err := cs.CallTool(context.Background(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r judge.ExecutionResult
+			summary := structuredInto(t, res, &r)
+			if res.IsError || r.Status != judge.StatusSomePassed || len(r.TestResults) != 3 || r.TestResults[1].Status != judge.TestWrongAnswer {
+				t.Fatalf("isError %v, result %+v", res.IsError, r)
+			}
+			if !strings.HasPrefix(summary, "some_passed: ") {
+				t.Errorf("summary %q", summary)
+			}
+			// Notifications may still be in flight when the result comes.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n := len(progress)
+				mu.Unlock()
+				if n >= 4 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(progress) != 4 {
+				t.Fatalf("%d progress notifications, want 4 (ready, then one per test)", len(progress))
+			}
+			for i, p := range progress {
+				if p.ProgressToken != "judge-1" || p.Progress != float64(i) || p.Total != 3 || p.Message == "" {
+					t.Errorf("notification %d: %+v", i, p)
+				}
+			}
+		})
+	}
+}
+
+func TestJudgeCodeErrors(t *testing.T) {
+	s, _ := newServer(t)
+	cs := connect(t, s, "memory", nil)
+	tests := []struct {
+		name string
+		args map[string]any
+		code string
+		want string
+	}{
+		{"no tests", map[string]any{"language": "python", "code": "echo", "test_cases": []any{}}, judge.CodeValidationError, ""},
+		{"memory", map[string]any{"language": "python", "code": "echo", "memory_limit_mb": 4096,
+			"test_cases": []map[string]any{{"input": "", "expected_output": ""}}}, judge.CodeValidationError, "memory"},
+		{"language", map[string]any{"language": "cobol", "code": "x", "test_cases": []map[string]any{{"input": "", "expected_output": ""}}},
+			judge.CodeUnsupportedLanguage, "cobol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, cs, ToolJudgeCode, tt.args)
+			var r judge.ExecutionResult
+			structuredInto(t, res, &r)
+			if !res.IsError || r.ErrorInfo == nil || r.ErrorInfo.Code != tt.code || !strings.Contains(strings.ToLower(text(res)), tt.want) {
+				t.Errorf("isError %v, text %s", res.IsError, text(res))
+			}
+		})
+	}
+	res := call(t, cs, ToolJudgeCode, map[string]any{"language": "python", "code": "x", "test_cases": "none"})
+	if !res.IsError || !strings.Contains(text(res), `argument "test_cases" must be an array, not a string`) {
+		t.Errorf("wrong type: %s", text(res))
+	}
+}
+
+func TestJudgeUnavailable(t *testing.T) {
+	s, err := New(Options{Runner: newFakeRunner(), Languages: lang.Default(), EngineErr: errors.New("no cache directory")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s, "memory", nil)
+	res := call(t, cs, ToolJudgeCode, map[string]any{"language": "python", "code": "x", "test_cases": []map[string]any{{"expected_output": ""}}})
+	if !res.IsError || !strings.Contains(text(res), "no cache directory") {
+		t.Errorf("isError %v, text %s", res.IsError, text(res))
+	}
+}
+
+func TestListLanguages(t *testing.T) {
+	s, _ := newServer(t)
+	cs := connect(t, s, "http", nil)
+	res := call(t, cs, ToolListLanguages, map[string]any{})
+	var l languageList
+	summary := structuredInto(t, res, &l)
+	i := slices.IndexFunc(l.Languages, func(li languageInfo) bool { return li.ID == "python" })
+	if res.IsError || i < 0 || !slices.Contains(l.Languages[i].Aliases, "py") {
+		t.Errorf("languages %+v", l)
+	}
+	if !strings.Contains(summary, "languages") {
+		t.Errorf("summary %q", summary)
+	}
+	if res := call(t, cs, ToolListLanguages, map[string]any{"all": true}); !res.IsError {
+		t.Error("an unknown argument was accepted")
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	for _, tr := range transports {
+		for _, tool := range []string{ToolExecuteCode, ToolJudgeCode} {
+			t.Run(tr+"/"+tool, func(t *testing.T) {
+				s, fr := newServer(t)
+				cs := connect(t, s, tr, nil)
+				args := map[string]any{"language": "python", "code": "block"}
+				if tool == ToolJudgeCode {
+					args["test_cases"] = []map[string]any{{"expected_output": ""}}
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+					done <- err
+				}()
+				<-fr.started
+				cancel()
+				select {
+				case <-fr.canceled:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the server did not stop the run when the client cancelled")
+				}
+				if err := <-done; err == nil {
+					t.Error("the cancelled call returned no error")
+				}
+				// The session still serves calls.
+				if res := call(t, cs, ToolExecuteCode, map[string]any{"language": "python", "code": "print ok"}); res.IsError {
+					t.Errorf("call after a cancellation: %s", text(res))
+				}
+			})
+		}
+	}
+}
+
+func TestNewNeedsRunnerAndLanguages(t *testing.T) {
+	if _, err := New(Options{Languages: lang.Default()}); err == nil {
+		t.Error("New without a Runner succeeded")
+	}
+	if _, err := New(Options{Runner: newFakeRunner()}); err == nil {
+		t.Error("New without languages succeeded")
+	}
+}

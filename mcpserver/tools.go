@@ -1,0 +1,356 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/lang"
+)
+
+// idleHTTPSession is how long an MCP session over HTTP may stay idle.
+const idleHTTPSession = time.Hour
+
+// Tool names.
+const (
+	ToolExecuteCode   = "execute_code"
+	ToolJudgeCode     = "judge_code"
+	ToolListLanguages = "list_languages"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func (s *Server) addTools() {
+	closed := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+	s.mcp.AddTool(&mcp.Tool{
+		Name:  ToolExecuteCode,
+		Title: "Execute code in a sandbox",
+		Description: "Run a program in an isolated sandbox (no network, limited memory, CPU, time and output) and return " +
+			"its stdout, stderr, exit code, status (success, timeout, execution_error, setup_error) and resource usage. " +
+			"Pass the same session_id on several calls to keep the files the program writes in its working directory " +
+			"(/workspace) from one call to the next.",
+		InputSchema: s.executeSchema(),
+		Annotations: closed,
+	}, s.executeCode)
+	s.mcp.AddTool(&mcp.Tool{
+		Name:  ToolJudgeCode,
+		Title: "Judge code against test cases",
+		Description: "Compile a program once, run it on every test case (the input on stdin, the output compared with " +
+			"the expected output) and return a verdict per test (passed, wrong_answer, runtime_error, timeout, " +
+			"memory_exceeded) and overall (all_passed, some_passed, all_failed, compilation_error, …).",
+		InputSchema: s.judgeSchema(),
+		Annotations: closed,
+	}, s.judgeCode)
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        ToolListLanguages,
+		Title:       "List languages",
+		Description: "List the languages execute_code and judge_code accept, with their aliases, whether they are compiled, and whether their toolchain is installed here (with its version).",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, s.listLanguages)
+}
+
+// languageNames lists the ids and aliases the table accepts.
+func languageNames(t *lang.Table) []string {
+	var names []string
+	for _, l := range t.All() {
+		names = append(names, l.ID)
+		for _, a := range l.Aliases {
+			names = append(names, strings.ToLower(a))
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func (s *Server) defaults() execute.ExecutionLimits {
+	d := execute.DefaultLimits()
+	l := s.limits
+	if l.TimeLimit == 0 {
+		l.TimeLimit = d.TimeLimit
+	}
+	if l.MemoryLimit == 0 {
+		l.MemoryLimit = d.MemoryLimit
+	}
+	return l.WithDefaults()
+}
+
+func (s *Server) languageSchema() map[string]any {
+	return map[string]any{
+		"type": "string",
+		"enum": s.names,
+		"description": "Programming language: an id or an alias (" + strings.Join(s.names, ", ") +
+			"). list_languages tells which are installed.",
+	}
+}
+
+func (s *Server) executeSchema() map[string]any {
+	d := s.defaults()
+	return map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"language", "code"},
+		"properties": map[string]any{
+			"language": s.languageSchema(),
+			"code": map[string]any{"type": "string", "minLength": 1,
+				"description": "Source code of the whole program. It is saved as one file in /workspace and run there; compiled languages are compiled first (30 s, 512 MB)."},
+			"stdin": map[string]any{"type": "string", "description": "Standard input of the program. Default: empty."},
+			"timeout": map[string]any{"type": "number", "minimum": execute.MinTimeLimit, "maximum": execute.MaxTimeLimit, "default": d.TimeLimit,
+				"description": "Wall-clock time limit of the run in seconds (it also bounds CPU time)."},
+			"memory_limit": map[string]any{"type": "integer", "minimum": execute.MinMemoryLimit, "maximum": execute.MaxMemoryLimit, "default": d.MemoryLimit,
+				"description": "Memory limit of the program and its children, in MB."},
+			"session_id": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
+				"description": "Session to run in: files written in /workspace stay for the next call with the same session_id; processes, /tmp and memory are fresh each call. Idle sessions end after a while (30 minutes by default). Omit for a throwaway workspace."},
+		},
+	}
+}
+
+func (s *Server) judgeSchema() map[string]any {
+	return map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"language", "code", "test_cases"},
+		"properties": map[string]any{
+			"language": s.languageSchema(),
+			"code":     map[string]any{"type": "string", "minLength": 1, "description": "Source code of the solution; it reads a test's input on stdin and writes the answer on stdout."},
+			"test_cases": map[string]any{
+				"type": "array", "minItems": 1, "maxItems": judge.MaxTests,
+				"description": "The tests, run in parallel; results keep this order.",
+				"items": map[string]any{
+					"type":     "object",
+					"required": []string{"expected_output"},
+					"properties": map[string]any{
+						"id":              map[string]any{"type": "string", "description": "Name of the test in the result; default test_<index>."},
+						"input":           map[string]any{"type": "string", "description": "Standard input of the run."},
+						"expected_output": map[string]any{"type": "string", "description": "Expected standard output (\"expected\" is accepted too)."},
+						"is_hidden":       map[string]any{"type": "boolean", "description": "Judge the test without showing its input and outputs in the result."},
+						"timeout_ms": map[string]any{"type": "integer", "minimum": judge.MinTimeoutMS, "maximum": judge.MaxTimeoutMS,
+							"description": "Time limit of this test, replacing timeout_ms."},
+						"description": map[string]any{"type": "string"},
+					},
+				},
+			},
+			"timeout_ms": map[string]any{"type": "integer", "minimum": judge.MinTimeoutMS, "maximum": judge.MaxTimeoutMS, "default": judge.DefaultTimeoutMS,
+				"description": "Wall-clock time limit of each test, in milliseconds."},
+			"total_timeout_ms": map[string]any{"type": "integer", "minimum": judge.MinTotalTimeoutMS, "maximum": judge.MaxTotalTimeoutMS, "default": judge.DefaultTotalTimeoutMS,
+				"description": "Time limit of the whole judging, compilation included, in milliseconds."},
+			"memory_limit_mb": map[string]any{"type": "integer", "minimum": judge.MinMemoryLimitMB, "maximum": judge.MaxMemoryLimitMB, "default": judge.DefaultMemoryLimitMB,
+				"description": "Memory limit of each run, in MB."},
+			"compare": map[string]any{"type": "string", "pattern": `^(normalized|exact|tokens|float(:[0-9.eE+-]+)?)$`, "default": judge.CompareNormalized,
+				"description": "How outputs are compared: normalized (trailing whitespace and empty lines ignored), exact, tokens (any whitespace run equal) or float:EPS (numbers equal within EPS)."},
+		},
+	}
+}
+
+// executeArgs are execute_code's arguments.
+type executeArgs struct {
+	Language    string   `json:"language"`
+	Code        string   `json:"code"`
+	Stdin       string   `json:"stdin"`
+	Timeout     *float64 `json:"timeout"`
+	MemoryLimit *int     `json:"memory_limit"`
+	SessionID   *string  `json:"session_id"`
+}
+
+// request checks the arguments and builds the executor's request. Its
+// errors name the argument.
+func (s *Server) request(a executeArgs) (execute.Request, error) {
+	if a.Language == "" {
+		return execute.Request{}, fmt.Errorf("argument \"language\" is required: one of %s", strings.Join(s.names, ", "))
+	}
+	if _, err := s.langs.Lookup(a.Language); err != nil {
+		return execute.Request{}, fmt.Errorf("unsupported language %q: use one of %s", a.Language, strings.Join(s.names, ", "))
+	}
+	if strings.TrimSpace(a.Code) == "" {
+		return execute.Request{}, fmt.Errorf("argument \"code\" is required and must not be empty")
+	}
+	limits := s.defaults()
+	if a.Timeout != nil {
+		t := *a.Timeout
+		if math.IsNaN(t) || t < execute.MinTimeLimit || t > execute.MaxTimeLimit {
+			return execute.Request{}, fmt.Errorf("argument \"timeout\": %g must be between %d and %d seconds", t, execute.MinTimeLimit, execute.MaxTimeLimit)
+		}
+		limits.TimeLimit = t
+	}
+	if a.MemoryLimit != nil {
+		m := *a.MemoryLimit
+		if m < execute.MinMemoryLimit || m > execute.MaxMemoryLimit {
+			return execute.Request{}, fmt.Errorf("argument \"memory_limit\": %d must be between %d and %d MB", m, execute.MinMemoryLimit, execute.MaxMemoryLimit)
+		}
+		limits.MemoryLimit = m
+	}
+	if a.SessionID != nil {
+		if err := execute.ValidateSessionID(*a.SessionID); err != nil {
+			return execute.Request{}, fmt.Errorf("argument \"session_id\": %w", err)
+		}
+	}
+	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID}, nil
+}
+
+func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a executeArgs
+	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
+		return toolError(err), nil
+	}
+	er, err := s.request(a)
+	if err != nil {
+		return toolError(err), nil
+	}
+	res, err := s.runner.Execute(ctx, er)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The client cancelled: it expects no answer, and the SDK
+			// sends none.
+			return nil, ctx.Err()
+		}
+		return toolError(err), nil
+	}
+	return structured(res, executeSummary(res), res.Status == execute.StatusSetupError)
+}
+
+// executeSummary is the first line of execute_code's text.
+func executeSummary(res *execute.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: exit code %d after %.3f s", res.Status, res.ExitCode, res.ExecutionTime)
+	if msg := res.Message(); msg != "" {
+		fmt.Fprintf(&b, " (%s)", strings.TrimSuffix(msg, "."))
+	}
+	fmt.Fprintf(&b, "; stdout %d bytes, stderr %d bytes", len(res.Stdout), len(res.Stderr))
+	if res.Truncated {
+		b.WriteString(" (truncated)")
+	}
+	if res.SessionID != nil {
+		fmt.Fprintf(&b, "; session %s", *res.SessionID)
+	}
+	if n := len(res.Artifacts); n > 0 {
+		fmt.Fprintf(&b, "; %d file(s) written", n)
+	}
+	return b.String()
+}
+
+// judgeArgs are judge_code's arguments.
+type judgeArgs struct {
+	Language       string           `json:"language"`
+	Code           string           `json:"code"`
+	TestCases      []judge.TestCase `json:"test_cases"`
+	TimeoutMS      int              `json:"timeout_ms"`
+	TotalTimeoutMS int              `json:"total_timeout_ms"`
+	MemoryLimitMB  int              `json:"memory_limit_mb"`
+	Compare        string           `json:"compare"`
+	RequestID      string           `json:"request_id"`
+}
+
+func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a judgeArgs
+	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
+		return toolError(err), nil
+	}
+	jr := judge.ExecutionRequest{
+		RequestID: a.RequestID, Language: a.Language, Code: a.Code, TestCases: a.TestCases,
+		TimeoutMS: a.TimeoutMS, TotalTimeoutMS: a.TotalTimeoutMS, MemoryLimitMB: a.MemoryLimitMB, Compare: a.Compare,
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		ctx = withProgress(ctx, &progress{session: req.Session, token: tok, total: len(a.TestCases)})
+	}
+	res := s.judge.Execute(ctx, jr)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return structured(res, judgeSummary(res), res.Status == judge.StatusSandboxError)
+}
+
+// judgeSummary is the first line of judge_code's text.
+func judgeSummary(res judge.ExecutionResult) string {
+	line := fmt.Sprintf("%s: %s", res.Status, res.Summary)
+	if res.ErrorInfo != nil && res.ErrorInfo.Message != "" && !strings.Contains(res.Summary, res.ErrorInfo.Message) {
+		line += " (" + res.ErrorInfo.Message + ")"
+	}
+	return line
+}
+
+// languageInfo is one language as list_languages shows it.
+type languageInfo struct {
+	ID         string   `json:"id"`
+	Aliases    []string `json:"aliases"`
+	Extensions []string `json:"extensions"`
+	Compiled   bool     `json:"compiled"`
+	Available  bool     `json:"available"`
+	Version    string   `json:"version,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// languageList is list_languages' structured result.
+type languageList struct {
+	Languages []languageInfo `json:"languages"`
+}
+
+func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var none struct{}
+	if err := decodeArgs(req.Params.Arguments, &none); err != nil {
+		return toolError(err), nil
+	}
+	all := s.langs.All()
+	out := languageList{Languages: make([]languageInfo, len(all))}
+	var wg sync.WaitGroup
+	for i, l := range all {
+		wg.Go(func() {
+			tc := l.Discover(ctx)
+			out.Languages[i] = languageInfo{
+				ID: l.ID, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
+				Compiled: l.Compiled, Available: tc.Available, Version: tc.Version, Reason: tc.Reason,
+			}
+		})
+	}
+	wg.Wait()
+	var avail []string
+	for _, l := range out.Languages {
+		if l.Available {
+			avail = append(avail, l.ID)
+		}
+	}
+	summary := fmt.Sprintf("%d languages, %d available here: %s", len(out.Languages), len(avail), strings.Join(avail, ", "))
+	return structured(out, summary, false)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// structured is a tool result carrying v as structured content and, as
+// text, the summary line followed by the same JSON.
+func structured(v any, summary string, isError bool) (*mcp.CallToolResult, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Programs print <, > and &: escaping them would only make the text
+	// harder to read.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("unable to encode the result: %w", err)
+	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: summary + "\n" + string(data)}},
+		StructuredContent: json.RawMessage(data),
+		IsError:           isError,
+	}, nil
+}
+
+// toolError is a refused call: isError with the message as text.
+func toolError(err error) *mcp.CallToolResult {
+	var r mcp.CallToolResult
+	r.SetError(err)
+	return &r
+}
