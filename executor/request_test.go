@@ -92,7 +92,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		req, err := DecodeRequest(strings.NewReader(body))
 		if err != nil {
 			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field == "" || !(errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrTooLarge)) {
+			if !errors.As(err, &fe) || fe.Field == "" || (!errors.Is(err, ErrInvalidRequest) && !errors.Is(err, ErrTooLarge)) {
 				t.Fatalf("error %v is not a classified FieldError", err)
 			}
 			return

@@ -290,7 +290,8 @@ func TestShutdown(t *testing.T) {
 	if body["exit_code"] != float64(143) || body["exit_reason"] != "sigterm" || body["container_id"] != "ctr-1" {
 		t.Errorf("exited body %v", body)
 	}
-	if _, err := http.Get(sv.url + "/health"); err == nil {
+	if resp, err := http.Get(sv.url + "/health"); err == nil {
+		_ = resp.Body.Close()
 		t.Error("still listening after Serve returned")
 	}
 }

@@ -71,7 +71,7 @@ func (s *Server) observe(route string, next http.Handler) http.Handler {
 		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(p)
 				}
 				s.log.Error("handler panicked", "event", "panic", "request_id", id, "path", r.URL.Path,
@@ -118,16 +118,4 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// readLimited caps the body at limit bytes; reading past it fails with an
-// *http.MaxBytesError, which tooLarge recognises.
-func readLimited(w http.ResponseWriter, r *http.Request, limit int64) {
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-}
-
-// isTooLarge reports whether err came from a body over its limit.
-func isTooLarge(err error) bool {
-	var mbe *http.MaxBytesError
-	return errors.As(err, &mbe)
 }

@@ -85,13 +85,13 @@ func (c *copier) entry(dirfd int, name, dst, rel string, depth int) error {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return fmt.Errorf("unable to stat %s: %w", rel, err)
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		if err := os.Mkdir(dst, 0o755); err != nil {
-			unix.Close(fd)
+			_ = unix.Close(fd)
 			return err
 		}
 		return c.dir(fd, dst, rel, depth+1)
@@ -100,7 +100,7 @@ func (c *copier) entry(dirfd int, name, dst, rel string, depth int) error {
 		defer f.Close()
 		return c.file(f, dst, rel, st.Mode&0o111 != 0)
 	default:
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return nil
 	}
 }

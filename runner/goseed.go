@@ -264,6 +264,8 @@ func mkdirOpen(p string) error {
 // files as hard links when link is set and the file system allows, else
 // as copies.
 func cloneTree(src, dst string, link bool) error {
+	// Both trees are ours: src is a seed stored through copyOut (regular
+	// files and directories only), dst a workspace no sandbox has run in.
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -282,7 +284,7 @@ func cloneTree(src, dst string, link bool) error {
 			return nil
 		}
 		if link {
-			err := os.Link(p, target)
+			err := os.Link(p, target) //nolint:gosec // both trees are ours, see above
 			if err == nil || !errors.Is(err, syscall.EXDEV) {
 				return err
 			}
@@ -303,7 +305,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	return out.Close()

@@ -33,15 +33,14 @@ Without --json it shows progress on a terminal and a table at the end; with
 const maxTestsFile = 64 << 20
 
 type judgeFlags struct {
-	lang         string
-	tests        string
-	timeoutMS    int
-	totalMS      int
-	memory       int
-	cpus         float64
-	compare      string
-	parallel     int
-	maxOutputKiB int
+	lang      string
+	tests     string
+	timeoutMS int
+	totalMS   int
+	memory    int
+	cpus      float64
+	compare   string
+	parallel  int
 }
 
 func (a *App) judgeCmd(ctx context.Context, args []string) int {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,7 +132,12 @@ func TestServeInProcess(t *testing.T) {
 // goTool finds the go command that runs the tests.
 func goTool(t *testing.T) string {
 	t.Helper()
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		if p := filepath.Join(strings.TrimSpace(string(out)), "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	if p := "/usr/local/go/bin/go"; fileExists(p) {
 		return p
 	}
 	p, err := exec.LookPath("go")
