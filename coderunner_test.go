@@ -379,3 +379,22 @@ func TestFleetWrappers(t *testing.T) {
 		t.Errorf("artifact %+v, large %q", a, large)
 	}
 }
+
+// TestSessionsWarm checks sessions with warm sandboxes, which were started
+// before a session's workspace existed.
+func TestSessionsWarm(t *testing.T) {
+	c, err := New(context.Background(), Options{Backend: "native", Warm: 1, LookupEnv: noEnv, CacheDir: reachableDir(t),
+		SessionDir: filepath.Join(t.TempDir(), "sessions")})
+	testutil.Require(t, err == nil, "the native backend does not work here")
+	defer c.Close()
+	requireLang(t, c, "bash")
+	for i, want := range []string{"1\n", "2\n", "3\n"} {
+		res, err := c.ExecuteCode(context.Background(), "bash", "echo x >> f; wc -l < f", WithSession("warm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stdout != want {
+			t.Errorf("call %d: stdout %q, want %q (%s %s)", i, res.Stdout, want, res.Status, res.Message())
+		}
+	}
+}
