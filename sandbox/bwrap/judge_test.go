@@ -1,0 +1,13 @@
+package bwrap_test
+
+import (
+	"testing"
+
+	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
+)
+
+// TestJudge judges Python and C programs through runner and judge on the
+// bwrap backend.
+func TestJudge(t *testing.T) {
+	judgetest.Run(t, newBackend(t), nil)
+}

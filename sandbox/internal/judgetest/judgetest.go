@@ -1,0 +1,141 @@
+// Package judgetest runs small judge requests (spec 000) through runner
+// and judge on a sandbox backend: compile once, run every test case with
+// its own limits, and give the verdicts. The bwrap and docker backends'
+// tests call Run, so that the judge works on every backend, not only the
+// conformance suite.
+package judgetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// pySum adds two numbers, and misbehaves on request: a negative first
+// number exits with 3, 999 spins, 777 allocates a gigabyte.
+const pySum = `import sys
+a, b = map(int, sys.stdin.read().split())
+if a < 0:
+    sys.exit(3)
+if a == 999:
+    while True:
+        pass
+if a == 777:
+    x = bytearray(1 << 30)
+print(a + b)
+`
+
+const cSum = `#include <stdio.h>
+int main(void) { long a, b; if (scanf("%ld %ld", &a, &b) != 2) return 1; printf("%ld\n", a + b); return 0; }
+`
+
+// Run judges a Python and a C program on backend. langs maps languages to
+// what the backend needs (images); nil means the default table.
+func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
+	t.Helper()
+	if langs == nil {
+		langs = lang.Default()
+	}
+	cache, err := os.MkdirTemp("", "judgetest-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(cache) })
+	// The sandbox's users mount compiled programs from it.
+	if err := os.Chmod(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(backend, langs, runner.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := judge.New(r, judge.Options{Parallel: 2})
+
+	t.Run("PythonVerdicts", func(t *testing.T) {
+		tests := []judge.TestCase{
+			{ID: "wrong", Input: "1 2", ExpectedOutput: "4"},
+			{ID: "runtime", Input: "-1 2", ExpectedOutput: "1"},
+			{ID: "timeout", Input: "999 1", ExpectedOutput: "1000", TimeoutMS: 500},
+			{ID: "memory", Input: "777 1", ExpectedOutput: "778"},
+			{ID: "hidden", Input: "5 5", ExpectedOutput: "10", IsHidden: true},
+		}
+		for i := range 5 {
+			tests = append(tests, judge.TestCase{ID: fmt.Sprintf("pass%d", i), Input: fmt.Sprintf("%d %d", i, i*i), ExpectedOutput: fmt.Sprint(i + i*i)})
+		}
+		res := j.Execute(context.Background(), judge.ExecutionRequest{
+			RequestID: "py", Code: pySum, Language: "python", TestCases: tests,
+			TimeoutMS: 5000, TotalTimeoutMS: 60000, MemoryLimitMB: 64, CPULimit: 1,
+		})
+		want := map[string]judge.TestStatus{
+			"wrong": judge.TestWrongAnswer, "runtime": judge.TestRuntimeError, "timeout": judge.TestTimeout,
+			"memory": judge.TestMemoryExceeded, "hidden": judge.TestPassed,
+		}
+		if len(res.TestResults) != len(tests) {
+			t.Fatalf("status %s, %d results for %d tests: %s", res.Status, len(res.TestResults), len(tests), describe(res))
+		}
+		for _, tr := range res.TestResults {
+			w, ok := want[tr.TestID]
+			if !ok {
+				w = judge.TestPassed
+			}
+			if tr.Status != w {
+				t.Errorf("test %s: %s, want %s (%s)", tr.TestID, tr.Status, w, describe(res))
+			}
+			if tr.Status == judge.TestPassed && tr.MemoryUsedKB <= 0 {
+				t.Errorf("test %s: memory not measured", tr.TestID)
+			}
+		}
+		if res.Status != judge.StatusSomePassed {
+			t.Errorf("status %s, want %s", res.Status, judge.StatusSomePassed)
+		}
+	})
+
+	t.Run("CompiledOnce", func(t *testing.T) {
+		var tests []judge.TestCase
+		for i := range 4 {
+			tests = append(tests, judge.TestCase{Input: fmt.Sprintf("%d 40", i), ExpectedOutput: fmt.Sprint(i + 40)})
+		}
+		res := j.Execute(context.Background(), judge.ExecutionRequest{
+			RequestID: "c", Code: cSum, Language: "c", TestCases: tests, MemoryLimitMB: 16,
+		})
+		if res.Status != judge.StatusAllPassed {
+			t.Fatalf("status %s: %s", res.Status, describe(res))
+		}
+	})
+
+	t.Run("CompilationError", func(t *testing.T) {
+		res := j.Execute(context.Background(), judge.ExecutionRequest{
+			RequestID: "bad", Code: "int main(void) { return undefined_name; }\n", Language: "c",
+			TestCases: []judge.TestCase{{Input: "", ExpectedOutput: ""}},
+		})
+		if res.Status != judge.StatusCompilationError || res.CompilationOutput == nil || !strings.Contains(*res.CompilationOutput, "undefined_name") {
+			t.Fatalf("status %s: %s", res.Status, describe(res))
+		}
+	})
+}
+
+func describe(res judge.ExecutionResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", res.Status, res.Summary)
+	if res.ErrorInfo != nil {
+		fmt.Fprintf(&b, " error %s: %s", res.ErrorInfo.Code, res.ErrorInfo.Message)
+		if res.ErrorInfo.Details != nil {
+			fmt.Fprintf(&b, " (%.300s)", *res.ErrorInfo.Details)
+		}
+	}
+	for _, tr := range res.TestResults {
+		msg := ""
+		if tr.ErrorMessage != nil {
+			msg = *tr.ErrorMessage
+		}
+		fmt.Fprintf(&b, "\n  %s %s %dms %dKB %q %.200s", tr.TestID, tr.Status, tr.ExecutionTimeMS, tr.MemoryUsedKB, tr.ActualOutput, msg)
+	}
+	return b.String()
+}
