@@ -109,7 +109,7 @@ func newServer(t *testing.T) (*Server, *fakeRunner) {
 var transports = []string{"memory", "http"}
 
 // connect returns a client session to s over the named transport.
-func connect(t *testing.T, s *Server, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connect(t testing.TB, s *Server, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)

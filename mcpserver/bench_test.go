@@ -1,0 +1,52 @@
+package mcpserver
+
+import (
+	"context"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coderunner/coderunner/lang"
+)
+
+// BenchmarkProtocol times one execute_code call through the MCP layers
+// alone: an executor that answers at once, over each transport. The
+// sandboxed run that a real call adds is measured by tools/mcpbench.
+func BenchmarkProtocol(b *testing.B) {
+	fr := newFakeRunner()
+	s, err := New(Options{Runner: fr, Languages: lang.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"language": "python", "code": "print hello"}
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			cs := connect(b, s, tr, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolExecuteCode, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHandler times this package's own part of a call: decoding the
+// arguments, building the request and encoding the result.
+func BenchmarkHandler(b *testing.B) {
+	s, err := New(Options{Runner: newFakeRunner(), Languages: lang.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolExecuteCode,
+		Arguments: []byte(`{"language":"python","code":"print hello","timeout":5}`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.executeCode(context.Background(), req)
+		if err != nil || res.IsError {
+			b.Fatal(err)
+		}
+	}
+}

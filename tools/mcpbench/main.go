@@ -1,0 +1,240 @@
+// Command mcpbench measures what MCP adds to a call of execute_code: the
+// same Python print through the Go API, through MCP over streamable HTTP
+// (the server in this process, on a loopback listener) and through MCP over
+// stdio (`coderunner mcp` as a subprocess, as an MCP host starts it), in the
+// same run, interleaved, and prints p50/p95 per call and the difference of
+// each to the Go API. It also times the protocol alone, with an executor
+// that answers at once, over HTTP and over an in-process pipe.
+//
+// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400]
+//
+// It needs what the native backend needs (root, or user namespaces) and
+// python3. Every loop is bounded by -n.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coderunner/coderunner"
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/mcpserver"
+)
+
+const code = "print('hello')"
+
+func main() {
+	n := flag.Int("n", 200, "calls per mode (10 to 100000)")
+	bin := flag.String("bin", "bin/coderunner", "the coderunner binary for the stdio mode")
+	warm := flag.Int("warm", 1, "sandboxes started ahead of need, in this process and in the subprocess")
+	gogc := flag.Int("gogc", 400, "GOGC of this process, as coderunner mcp sets it for itself")
+	flag.Parse()
+	debug.SetGCPercent(*gogc)
+	if *n < 10 || *n > 100000 {
+		fatal(errors.New("-n must be between 10 and 100000"))
+	}
+	if err := run(*n, *bin, *warm); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "mcpbench:", err)
+	os.Exit(1)
+}
+
+// mode is one way of making the call.
+type mode struct {
+	name  string
+	call  func(ctx context.Context) error
+	times []time.Duration
+}
+
+func run(n int, bin string, warm int) error {
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{Warm: warm})
+	if err != nil {
+		return err
+	}
+	defer cr.Close()
+	engine, engineErr := cr.Engine()
+	srv, err := mcpserver.New(mcpserver.Options{Runner: cr.Executor(), Languages: cr.Languages(), Engine: engine, EngineErr: engineErr})
+	if err != nil {
+		return err
+	}
+	httpSession, closeHTTP, err := serveHTTP(ctx, srv)
+	if err != nil {
+		return err
+	}
+	defer closeHTTP()
+	stdioSession, err := startStdio(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer stdioSession.Close()
+
+	noop, err := mcpserver.New(mcpserver.Options{Runner: noopRunner{}, Languages: cr.Languages()})
+	if err != nil {
+		return err
+	}
+	noopHTTP, closeNoopHTTP, err := serveHTTP(ctx, noop)
+	if err != nil {
+		return err
+	}
+	defer closeNoopHTTP()
+	noopPipe, err := pipeSession(ctx, noop)
+	if err != nil {
+		return err
+	}
+	defer noopPipe.Close()
+
+	args := map[string]any{"language": "python", "code": code}
+	modes := []*mode{
+		{name: "Go API (ExecuteCode)", call: func(ctx context.Context) error {
+			res, err := cr.ExecuteCode(ctx, "python", code)
+			if err != nil {
+				return err
+			}
+			return check(res)
+		}},
+		{name: "MCP streamable HTTP", call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
+		{name: "MCP stdio (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, stdioSession, args) }},
+		{name: "MCP HTTP, no-op executor", call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
+		{name: "MCP pipe, no-op executor", call: func(ctx context.Context) error { return callTool(ctx, noopPipe, args) }},
+	}
+	// Warm up every path (toolchain discovery, connections, warm pools).
+	for range 10 {
+		for _, m := range modes {
+			if err := m.call(ctx); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+	}
+	// Interleave the modes, rotating which goes first, so that a slow
+	// moment of the machine is shared among them.
+	for i := range n {
+		for j := range modes {
+			m := modes[(i+j)%len(modes)]
+			start := time.Now()
+			if err := m.call(ctx); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			m.times = append(m.times, time.Since(start))
+		}
+	}
+	report(os.Stdout, n, warm, modes)
+	return nil
+}
+
+func check(res *execute.Result) error {
+	if res.Status != execute.StatusSuccess || res.Stdout != "hello\n" {
+		return fmt.Errorf("unexpected result: %s %q %s", res.Status, res.Stdout, res.Message())
+	}
+	return nil
+}
+
+func callTool(ctx context.Context, cs *mcp.ClientSession, args map[string]any) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolExecuteCode, Arguments: args})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("tool error: %v", res.Content)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return err
+	}
+	var r execute.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	return check(&r)
+}
+
+// serveHTTP serves srv on a loopback port and connects a client to it.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server) (*mcp.ClientSession, func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(l) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + l.Addr().String()}, nil)
+	if err != nil {
+		_ = hs.Close()
+		return nil, nil, err
+	}
+	return cs, func() { _ = cs.Close(); _ = hs.Close() }, nil
+}
+
+// startStdio starts `bin mcp` with only HOME and PATH, as MCP hosts do.
+func startStdio(ctx context.Context, bin string) (*mcp.ClientSession, error) {
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	return client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+}
+
+// pipeSession connects to srv over an in-process pipe carrying the same
+// newline-delimited JSON as stdio.
+func pipeSession(ctx context.Context, srv *mcpserver.Server) (*mcp.ClientSession, error) {
+	serverRead, clientWrite := io.Pipe()
+	clientRead, serverWrite := io.Pipe()
+	go func() {
+		_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: serverRead, Writer: serverWrite})
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	return client.Connect(ctx, &mcp.IOTransport{Reader: clientRead, Writer: clientWrite}, nil)
+}
+
+// noopRunner answers at once with a canned result.
+type noopRunner struct{}
+
+func (noopRunner) Execute(_ context.Context, req execute.Request) (*execute.Result, error) {
+	return &execute.Result{Stdout: "hello\n", Status: execute.StatusSuccess, Language: req.Language, Backend: "noop"}, nil
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	return sorted[int(p*float64(len(sorted)-1)+0.5)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%8.3f ms", float64(d)/float64(time.Millisecond)) }
+
+func report(w io.Writer, n, warm int, modes []*mode) {
+	fmt.Fprintf(w, "execute_code of %q, %d calls per mode, interleaved, warm=%d\n\n", code, n, warm)
+	fmt.Fprintf(w, "%-28s %11s %11s %11s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API")
+	var api50, api95 time.Duration
+	for i, m := range modes {
+		s := slices.Clone(m.times)
+		slices.Sort(s)
+		var sum time.Duration
+		for _, d := range s {
+			sum += d
+		}
+		p50, p95 := percentile(s, 0.5), percentile(s, 0.95)
+		if i == 0 {
+			api50, api95 = p50, p95
+		}
+		d50, d95 := "", ""
+		if i > 0 && i < 3 {
+			d50, d95 = ms(p50-api50), ms(p95-api95)
+		}
+		fmt.Fprintf(w, "%-28s %s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), ms(sum/time.Duration(len(s))), d50, d95)
+	}
+}
