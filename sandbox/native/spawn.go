@@ -205,31 +205,42 @@ func (b *Backend) startPool(size int) {
 		done:  make(chan struct{}),
 	}
 	b.pool = p
+	// One starter per slot: starting a sandbox is mostly waiting for the
+	// kernel (a new network namespace above all), so they overlap well.
+	var starters sync.WaitGroup
+	for range size {
+		starters.Go(func() { b.refill(p) })
+	}
 	go func() {
-		defer close(p.done)
-		delay := 10 * time.Millisecond
-		for {
+		starters.Wait()
+		close(p.done)
+	}()
+}
+
+// refill keeps one slot of the pool filled until the pool is closed.
+func (b *Backend) refill(p *warmPool) {
+	delay := 10 * time.Millisecond
+	for {
+		select {
+		case p.slots <- struct{}{}:
+		case <-p.quit:
+			return
+		}
+		s, err := b.spawn(nil)
+		if err != nil {
+			<-p.slots
+			b.log.Warn("unable to start a sandbox ahead of need", "error", err)
 			select {
-			case p.slots <- struct{}{}:
+			case <-time.After(delay):
+				delay = min(2*delay, 5*time.Second)
+				continue
 			case <-p.quit:
 				return
 			}
-			s, err := b.spawn(nil)
-			if err != nil {
-				<-p.slots
-				b.log.Warn("unable to start a sandbox ahead of need", "error", err)
-				select {
-				case <-time.After(delay):
-					delay = min(2*delay, 5*time.Second)
-					continue
-				case <-p.quit:
-					return
-				}
-			}
-			delay = 10 * time.Millisecond
-			p.ready <- s // never blocks: slots bounds what is in ready
 		}
-	}()
+		delay = 10 * time.Millisecond
+		p.ready <- s // never blocks: slots bounds what is in ready
+	}
 }
 
 // take returns a started init limited for a run that binds sources: a warm

@@ -36,10 +36,15 @@ func main() {
 	n := flag.Int("n", 300, "runs per measurement (at most 100000)")
 	warm := flag.Int("warm", 2, "sandboxes started ahead of need in the warm configuration")
 	conc := flag.String("c", "1,2", "comma-separated concurrency levels")
+	gap := flag.Duration("gap", 0, "pause between two runs of a worker (at most 1s), so that sandboxes started ahead of need are ready as they would be between a server's requests")
 	flag.Parse()
 	if *n < 10 || *n > 100000 {
 		fail("-n must be between 10 and 100000")
 	}
+	if *gap < 0 || *gap > time.Second {
+		fail("-gap must be between 0 and 1s")
+	}
+	pause = *gap
 	var levels []int
 	for _, f := range strings.Split(*conc, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
@@ -81,7 +86,7 @@ func main() {
 	}
 	defer hot.Close()
 
-	fmt.Printf("%d runs per row; latency in ms; overhead = sandbox - bare at the same percentile\n\n", *n)
+	fmt.Printf("%d runs per row, %v between runs; latency in ms; overhead = sandbox - bare at the same percentile\n\n", *n, *gap)
 	fmt.Printf("%-22s %-18s %2s %8s %8s %8s %9s %10s %10s\n", "program", "how", "c", "p50", "p95", "p99", "runs/s", "+p50", "+p95")
 	for _, w := range workloads {
 		for _, c := range levels {
@@ -145,6 +150,9 @@ func precision(be *native.Backend, n int) {
 	}
 }
 
+// pause is the -gap between two runs of a worker; it is not timed.
+var pause time.Duration
+
 type stats struct {
 	lat  []time.Duration
 	rate float64
@@ -179,6 +187,9 @@ func measure(n, conc int, f func() error) stats {
 				mu.Unlock()
 				if i >= n {
 					return
+				}
+				if pause > 0 {
+					time.Sleep(pause)
 				}
 				t := time.Now()
 				err := f()

@@ -509,7 +509,11 @@ static void __attribute__((noreturn)) child_fail(int fd, const char *what)
 	_exit(127);
 }
 
-static void drop_capabilities(int errfd)
+// lock_capabilities runs in the init at the end of the first phase, so
+// that the program's process inherits the result instead of paying for it
+// on the way to exec. The bounding and ambient sets only matter at exec,
+// which the init never does again; its own capabilities are untouched.
+static void lock_capabilities(void)
 {
 	// Lock the capability rules so that uid 0 in the namespace (when the
 	// backend runs unprivileged and can map only one uid) gains nothing
@@ -518,13 +522,16 @@ static void drop_capabilities(int errfd)
 					     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 					     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 		  0, 0, 0) < 0)
-		child_fail(errfd, "securebits");
+		fail("securebits");
 	for (int cap = 0; cap <= 63; cap++) {
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			child_fail(errfd, "drop bounding capability");
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; // past the last capability this kernel knows
+			fail("drop bounding capability %d", cap);
+		}
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		child_fail(errfd, "clear ambient capabilities");
+		fail("clear ambient capabilities");
 }
 
 static void clear_capabilities(int errfd)
@@ -536,7 +543,10 @@ static void clear_capabilities(int errfd)
 		child_fail(errfd, "clear capabilities");
 }
 
-static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, int errfd)
+// exec_program runs in the program's process. It makes itself ready, then
+// waits on go until the init has sealed the root (done in parallel, since
+// detaching the host's tree waits for the kernel), and execs.
+static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, int errfd, int go)
 {
 	if (setsid() < 0)
 		child_fail(errfd, "setsid");
@@ -556,7 +566,6 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 		if (setrlimit((int)number(&o->argv[0], 10), &rl) < 0)
 			child_fail(errfd, "setrlimit");
 	}
-	drop_capabilities(errfd);
 	uid_t uid = (uid_t)number(&p->user->argv[0], 10);
 	gid_t gid = (gid_t)number(&p->user->argv[1], 10);
 	if (setgroups(0, NULL) < 0 && errno != EPERM)
@@ -579,6 +588,17 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 		argv[i] = (char *)p->argv->argv[i].s;
 	for (uint32_t i = 0; i < p->env->argc; i++)
 		envp[i] = (char *)p->env->argv[i].s;
+
+	char ready;
+	ssize_t got;
+	do {
+		got = read(go, &ready, 1);
+	} while (got < 0 && errno == EINTR);
+	if (got != 1) {
+		errno = EPIPE;
+		child_fail(errfd, "wait for the sealed root");
+	}
+	close(go);
 
 	// The filter goes last: from here on only execve is needed.
 	struct sock_fprog prog = {
@@ -770,28 +790,37 @@ static void __attribute__((noreturn)) run(void)
 		fail("config: the first phase has no root");
 	}
 	pivot(&c);
+	lock_capabilities();
 
 	buf = read_frame(NSINIT_CONFIG_FD, &size);
 	close(NSINIT_CONFIG_FD);
 	parse(buf, size, &c);
 	apply(&c, &plan);
-	seal(&c);
 	if (!plan.user || !plan.cwd || !plan.seccomp || !plan.argv || !plan.env) {
 		errno = 0;
 		fail("config: incomplete");
 	}
 
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
+	int pipefd[2], gofd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(gofd, O_CLOEXEC) < 0)
 		fail("pipe");
 	pid_t child = fork();
 	if (child < 0)
 		fail("fork");
 	if (child == 0) {
 		close(pipefd[0]);
-		exec_program(&plan, pipefd[1]);
+		close(gofd[1]);
+		exec_program(&plan, pipefd[1], gofd[0]);
 	}
 	close(pipefd[1]);
+	close(gofd[0]);
+	// While the program's process gets ready, detach the host's tree and
+	// make the root read-only; it execs only after that. If sealing
+	// fails the init exits, and the kernel kills the waiting process.
+	seal(&c);
+	if (write(gofd[1], "g", 1) != 1)
+		fail("release the program");
+	close(gofd[1]);
 	// The program has its own copies of stdin, stdout and stderr; the init
 	// must not keep the pipes open after the program is gone.
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
