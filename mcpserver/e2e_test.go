@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +38,11 @@ func coderunnerBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "coderunner")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			// go test puts GOROOT in the environment of the test binary.
+			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		}
 		out, err := exec.Command(goTool, "build", "-o", binary, "github.com/coderunner/coderunner/cmd/coderunner").CombinedOutput()
 		if err != nil {
 			buildErr = &buildError{err: err, out: string(out)}

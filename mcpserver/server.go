@@ -71,7 +71,7 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	var engine judge.Engine = opts.Engine
+	engine := opts.Engine
 	if engine == nil {
 		engine = unavailableEngine{opts.EngineErr}
 	}
