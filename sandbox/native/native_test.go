@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
@@ -163,5 +165,42 @@ func TestBaseMountsSpelledOut(t *testing.T) {
 	res, err := b.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: mounts})
 	if err != nil || res.Status != sandbox.StatusOK {
 		t.Fatalf("run with spelled-out base mounts: %v %+v", err, res)
+	}
+}
+
+// TestWarmMountedWorkspace gives a warm backend a workspace that became a
+// tmpfs mount after its sandboxes were started: the run must see the tmpfs
+// (and the file in it), not the empty directory under it.
+func TestWarmMountedWorkspace(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{Warm: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Let the warm sandboxes start before the mount exists.
+	if _, err := b.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: native.BaseMounts()}); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "warm-ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	if err := os.WriteFile(filepath.Join(dir, "seen.txt"), []byte("on the tmpfs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Run(context.Background(), &sandbox.Spec{
+		Args: []string{"/bin/cat", "seen.txt"}, Mounts: native.BaseMounts(), Workspace: dir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != "on the tmpfs\n" {
+		t.Fatalf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
 	}
 }

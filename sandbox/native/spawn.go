@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -251,7 +252,16 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 	if workspace != "" {
 		need = append(slices.Clip(sources), workspace)
 	}
-	s, err := b.warm(need)
+	var s *started
+	var err error
+	if workspace != "" && mountRoot(workspace) {
+		// A workspace mounted (a size-capped tmpfs) after a warm
+		// sandbox copied the host's mounts is not in that copy: only a
+		// new sandbox sees it.
+		s, err = b.spawn(need)
+	} else {
+		s, err = b.warm(need)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +307,22 @@ func (b *Backend) warm(sources []string) (*started, error) {
 		}
 	}
 	return b.spawn(sources)
+}
+
+// mountRoot reports whether path is the root of a mount.
+func mountRoot(path string) bool {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &stx); err != nil {
+		return true // unknown: take the safe road
+	}
+	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	}
+	var parent unix.Stat_t
+	if err := unix.Stat(filepath.Dir(path), &parent); err != nil {
+		return true
+	}
+	return uint64(parent.Dev) != uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor))
 }
 
 // reaches reports whether the init can open every source: it opened it in
