@@ -1,0 +1,440 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-units"
+
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/hostws"
+)
+
+// box is one container. It runs one program at a time; between runs of
+// the same program it is cleaned (every process of the program's user
+// killed, /workspace, /tmp and /dev/shm emptied, SysV IPC removed, the
+// files put back) and kept for the next run.
+type box struct {
+	id    string
+	key   string
+	image string
+	// res are the limits the container has now; a run with others
+	// updates them.
+	res resources
+	// runs counts the programs run in the container.
+	runs      int
+	idleSince time.Time
+	// files are put into a private workspace before each run.
+	files []sandbox.File
+	// cg reads the container's cgroup on this machine; nil on a remote
+	// engine, where the engine's stats are used.
+	cg *hostCgroup
+}
+
+// resources are the limits the engine can change on a running container.
+type resources struct {
+	memory int64
+	cpus   float64
+	pids   int
+}
+
+// cpuPeriod is the CFS period in microseconds (spec 000's cpu_period).
+const cpuPeriod = 100000
+
+// maxInodes caps the files of each tmpfs, as on the native backend.
+const maxInodes = 16384
+
+// extraPids are the container's own processes beside the program:
+// docker-init, the keeper, and the cleanup between runs.
+const extraPids = 3
+
+func (r resources) engine() container.Resources {
+	pids := int64(r.pids + extraPids)
+	quota := int64(r.cpus*cpuPeriod + 0.5)
+	return container.Resources{
+		Memory: r.memory,
+		// Equal to the memory limit: no swap (spec 000).
+		MemorySwap: r.memory,
+		CPUPeriod:  cpuPeriod,
+		CPUQuota:   max(quota, 1000),
+		PidsLimit:  &pids,
+	}
+}
+
+func resourcesOf(l sandbox.Limits) resources {
+	return resources{memory: l.Memory, cpus: l.CPUs, pids: l.Processes}
+}
+
+// specKey identifies the program a spec runs and the container settings
+// that cannot change once it exists: only runs with the same key share a
+// container. Stdin and the limits the engine can update are left out.
+func specKey(s *sandbox.Spec, image string) string {
+	type file struct {
+		Path string
+		Mode uint32
+		Sum  string
+	}
+	files := make([]file, len(s.Files))
+	for i, f := range s.Files {
+		sum := sha256.Sum256(f.Content)
+		files[i] = file{f.Path, uint32(f.Mode), hex.EncodeToString(sum[:])}
+	}
+	lim := s.Limits
+	b, _ := json.Marshal([]any{image, s.Args, s.Env, s.Dir, s.Mounts, s.Workspace, files,
+		lim.FileSize, lim.OpenFiles, lim.TmpSize, lim.WorkspaceSize, stackLimit(lim)})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func stackLimit(l sandbox.Limits) int64 { return min(l.Memory, 256*sandbox.MiB) }
+
+// create makes and starts a container for s, with the settings of spec
+// 000's SECURITY_CONFIG: no network, read-only root, no-new-privileges,
+// every capability dropped, pids, memory equal to memory+swap, CPU quota,
+// a non-root user; plus the project's seccomp profile and size-capped
+// tmpfs for /workspace, /tmp and /dev/shm.
+func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string) (_ *box, retErr error) {
+	lim := s.Limits
+	bx := &box{key: key, image: image, res: resourcesOf(lim), files: s.Files}
+	tmpfs := map[string]string{
+		sandbox.TmpDir: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpSize, maxInodes),
+		// The engine mounts sysfs at /sys; nothing of it is needed.
+		"/sys": "ro,nosuid,nodev,noexec,size=4k",
+	}
+	var mounts []mount.Mount
+	if s.Workspace != "" {
+		if err := hostws.Prepare(s.Workspace, s.Files, b.uid, os.Geteuid() == 0); err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		bx.files = nil
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: s.Workspace, Target: sandbox.WorkspaceDir})
+	} else {
+		tmpfs[sandbox.WorkspaceDir] = fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d",
+			lim.WorkspaceSize, maxInodes, b.uid, b.gid)
+	}
+	for _, m := range s.Mounts {
+		t := m.TargetPath()
+		if b.images.provides(t) {
+			// The image has its own system files and toolchain.
+			continue
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: t, ReadOnly: !m.Writable})
+	}
+	init := true
+	hc := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + b.profile},
+		CapDrop:        []string{"ALL"},
+		Init:           &init,
+		IpcMode:        container.IPCModePrivate,
+		Tmpfs:          tmpfs,
+		ShmSize:        lim.TmpSize,
+		Mounts:         mounts,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Resources:      bx.res.engine(),
+	}
+	hc.Ulimits = []*units.Ulimit{
+		{Name: "core", Soft: 0, Hard: 0},
+		{Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize},
+		{Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
+		{Name: "stack", Soft: stackLimit(lim), Hard: stackLimit(lim)},
+	}
+	cfg := &container.Config{
+		Image: image,
+		// The keeper holds the container open between runs, as a user
+		// the program cannot signal.
+		Cmd:             []string{"sleep", "2147483647"},
+		User:            b.keeper,
+		WorkingDir:      "/",
+		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		NetworkDisabled: true,
+		Labels: map[string]string{
+			labelBackend:  "docker",
+			labelInstance: b.instance,
+			labelPID:      strconv.Itoa(os.Getpid()),
+		},
+	}
+	created, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to create a container of image %s: %w", sandbox.ErrSetup, image, err)
+	}
+	bx.id = created.ID
+	defer func() {
+		if retErr != nil {
+			b.discard(bx)
+		}
+	}()
+	if err := b.cli.ContainerStart(ctx, bx.id, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("%w: unable to start a container of image %s: %w", sandbox.ErrSetup, image, err)
+	}
+	if ins, err := b.cli.ContainerInspect(ctx, bx.id); err == nil && ins.ContainerJSONBase != nil && ins.State != nil && ins.State.Pid > 0 {
+		if bx.cg, err = openHostCgroup(ins.State.Pid); err != nil {
+			b.log.Debug("container cgroup not readable here; using the engine's stats", "container", bx.id, "error", err)
+		}
+	}
+	if len(bx.files) > 0 {
+		if err := b.clean(ctx, bx); err != nil {
+			return nil, err
+		}
+	}
+	return bx, nil
+}
+
+// cleanScript readies a container for the next run of its program. It runs
+// as the program's user: kill(-1) reaches every process of that user and
+// none of the keeper's; what cannot be emptied fails the cleanup, and the
+// container is then removed instead of reused.
+const cleanScript = `i=0
+while :; do
+	kill -9 -1 2>/dev/null
+	left=
+	for p in /proc/[0-9]*; do
+		[ "$p" = "/proc/$$" ] && continue
+		[ -O "$p" ] && left=$p && break
+	done
+	[ -z "$left" ] && break
+	i=$((i+1)); [ "$i" -lt 10000 ] || { echo "$left survives"; exit 3; }
+done
+for d in /workspace /tmp /dev/shm; do
+	rm -rf "$d"/* "$d"/.[!.]* "$d"/..?* 2>/dev/null
+	[ -z "$(ls -A "$d")" ] || exit 4
+done
+if command -v ipcrm >/dev/null 2>&1; then ipcrm -a 2>/dev/null; fi
+umask 0
+[ "$1" = files ] || exit 0
+exec tar -x -f - -C /workspace`
+
+// clean runs cleanScript in bx and, for a private workspace, puts the
+// program's files back.
+func (b *Backend) clean(ctx context.Context, bx *box) error {
+	arg := "none"
+	var stdin io.Reader
+	if len(bx.files) > 0 {
+		arg = "files"
+		archive, err := tarFiles(bx.files)
+		if err != nil {
+			return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		stdin = bytes.NewReader(archive)
+	}
+	var out bytes.Buffer
+	code, err := b.execWait(ctx, bx, []string{"/bin/sh", "-c", cleanScript, "clean", arg}, stdin, &out)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("%w: unable to prepare the container (status %d): %.500s", sandbox.ErrSetup, code, out.String())
+	}
+	return nil
+}
+
+// tarFiles is the archive of a private workspace's files.
+func tarFiles(files []sandbox.File) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		var parents []string
+		for d := path.Dir(f.Path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			parents = append(parents, d)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: parents[i] + "/", Mode: 0o755}); err != nil {
+				return nil, err
+			}
+		}
+		mode := int64(f.Mode.Perm())
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: mode, Size: int64(len(f.Content))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.Content); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// execWait runs argv as the program's user in bx, feeding stdin, and
+// returns its exit code once its output ended.
+func (b *Backend) execWait(ctx context.Context, bx *box, argv []string, stdin io.Reader, out io.Writer) (int, error) {
+	id, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
+		User: b.user, Cmd: argv, WorkingDir: "/",
+		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("%w: exec in container: %w", sandbox.ErrSetup, err)
+	}
+	hj, err := b.cli.ContainerExecAttach(ctx, id.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return -1, fmt.Errorf("%w: exec in container: %w", sandbox.ErrSetup, err)
+	}
+	defer hj.Close()
+	if stdin != nil {
+		go func() {
+			_, _ = io.Copy(hj.Conn, stdin)
+			_ = hj.CloseWrite()
+		}()
+	}
+	if _, err := stdcopy.StdCopy(out, out, io.LimitReader(hj.Reader, 1<<20)); err != nil {
+		return -1, fmt.Errorf("%w: exec in container: %w", sandbox.ErrSetup, err)
+	}
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		ins, err := b.cli.ContainerExecInspect(ctx, id.ID)
+		if err != nil {
+			return -1, fmt.Errorf("%w: exec in container: %w", sandbox.ErrSetup, err)
+		}
+		if !ins.Running {
+			return ins.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+// take returns an idle container for key, or nil.
+func (b *Backend) take(key string) *box {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bs := b.idle[key]
+	if len(bs) == 0 {
+		return nil
+	}
+	bx := bs[len(bs)-1]
+	if len(bs) == 1 {
+		delete(b.idle, key)
+	} else {
+		b.idle[key] = bs[:len(bs)-1]
+	}
+	b.nIdle--
+	b.busy[bx.id] = bx
+	return bx
+}
+
+// markBusy records a new container as running a program.
+func (b *Backend) markBusy(bx *box) {
+	b.mu.Lock()
+	b.busy[bx.id] = bx
+	b.mu.Unlock()
+}
+
+// release cleans bx for the next run of its program in the background and
+// keeps it idle, or removes it when it cannot be reused.
+func (b *Backend) release(bx *box, reusable bool) {
+	b.mu.Lock()
+	delete(b.busy, bx.id)
+	closing := b.closing
+	b.mu.Unlock()
+	if !reusable || closing || b.perRun {
+		b.discard(bx)
+		return
+	}
+	b.removing.Add(1)
+	go func() {
+		defer b.removing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.clean(ctx, bx); err != nil {
+			b.log.Debug("container not reusable", "container", bx.id, "error", err)
+			b.discard(bx)
+			return
+		}
+		bx.idleSince = time.Now()
+		var evict *box
+		b.mu.Lock()
+		if b.closing {
+			b.mu.Unlock()
+			b.discard(bx)
+			return
+		}
+		if b.nIdle >= b.maxIdle {
+			evict = b.oldestIdle()
+		}
+		b.idle[bx.key] = append(b.idle[bx.key], bx)
+		b.nIdle++
+		b.mu.Unlock()
+		if evict != nil {
+			b.discard(evict)
+		}
+	}()
+}
+
+// oldestIdle removes the longest idle container from the pool; b.mu is
+// held.
+func (b *Backend) oldestIdle() *box {
+	var oldest *box
+	for _, bs := range b.idle {
+		for _, bx := range bs {
+			if oldest == nil || bx.idleSince.Before(oldest.idleSince) {
+				oldest = bx
+			}
+		}
+	}
+	if oldest == nil {
+		return nil
+	}
+	bs := b.idle[oldest.key]
+	for i, bx := range bs {
+		if bx == oldest {
+			bs = append(bs[:i], bs[i+1:]...)
+			break
+		}
+	}
+	if len(bs) == 0 {
+		delete(b.idle, oldest.key)
+	} else {
+		b.idle[oldest.key] = bs
+	}
+	b.nIdle--
+	return oldest
+}
+
+// discard removes bx's container in the background; Close waits for it.
+func (b *Backend) discard(bx *box) {
+	if bx.cg != nil {
+		bx.cg.close()
+	}
+	if bx.id == "" {
+		return
+	}
+	b.removing.Add(1)
+	go func() {
+		defer b.removing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := b.cli.ContainerRemove(ctx, bx.id, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
+			b.log.Warn("unable to remove container", "container", bx.id, "error", err)
+		}
+	}()
+}
+
+// isGone reports an error for a container that no longer exists or is
+// already being removed.
+func isGone(err error) bool {
+	return cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")
+}

@@ -1,0 +1,413 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// Labels put on every container the backend creates.
+const (
+	labelBackend  = "coderunner.backend"
+	labelInstance = "coderunner.instance"
+	labelPID      = "coderunner.pid"
+)
+
+// Defaults of Options.
+const (
+	DefaultUser        = "65534:65534"
+	DefaultIdleTimeout = 10 * time.Second
+	DefaultMaxIdle     = 16
+)
+
+// Options configure the docker backend. The zero value talks to the local
+// engine with the default language table.
+type Options struct {
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Host is the engine's address (unix:///var/run/docker.sock,
+	// tcp://...); empty means DOCKER_HOST or the local socket. Bind mounts
+	// (workspaces, compiled programs) need an engine on this machine.
+	Host string
+	// Languages maps programs to images (each recipe's image); nil means
+	// lang.Default().
+	Languages *lang.Table
+	// DefaultImage runs programs no language claims; empty means the bash
+	// language's image.
+	DefaultImage string
+	// PullPolicy is always, if_not_present (the default) or never.
+	PullPolicy string
+	// User is the numeric "uid:gid" user code runs as; never root. Empty
+	// means DefaultUser.
+	User string
+	// PerRun disables container reuse: every run creates and removes a
+	// container of its own, as the CodeRunner specification sketches. It
+	// is several times slower; see the package documentation.
+	PerRun bool
+	// IdleTimeout is how long a container waits for another run of the
+	// same program before it is removed; zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxIdle bounds the idle containers kept; zero means DefaultMaxIdle.
+	MaxIdle int
+}
+
+// Backend runs programs in containers of the Docker Engine. It is safe for
+// concurrent use; Close removes every container it made.
+type Backend struct {
+	log      *slog.Logger
+	cli      *client.Client
+	images   *images
+	pull     string
+	uid, gid int
+	user     string
+	// keeper is the "uid:gid" of the process that keeps a container alive
+	// between runs: another user than the program's, so that the program
+	// cannot kill it and the cleanup's kill(-1) spares it.
+	keeper   string
+	profile  string
+	instance string
+	perRun   bool
+	idleTTL  time.Duration
+	maxIdle  int
+
+	pullMu sync.Mutex
+	ready  sync.Map // image ref -> true
+
+	mu      sync.Mutex
+	idle    map[string][]*box
+	nIdle   int
+	busy    map[string]*box
+	closing bool
+	// removing counts containers being removed in the background.
+	removing sync.WaitGroup
+	janitor  chan struct{}
+	closed   sync.Once
+}
+
+var (
+	_ sandbox.Backend = (*Backend)(nil)
+	_ sandbox.Prober  = (*Backend)(nil)
+)
+
+// New connects to the engine (without calling it: CheckAvailable and Probe
+// do) and prepares the seccomp profile and the image map.
+func New(opts Options) (*Backend, error) {
+	b := &Backend{
+		log:     opts.Logger,
+		pull:    opts.PullPolicy,
+		user:    opts.User,
+		perRun:  opts.PerRun,
+		idleTTL: opts.IdleTimeout,
+		maxIdle: opts.MaxIdle,
+		idle:    map[string][]*box{},
+		busy:    map[string]*box{},
+		janitor: make(chan struct{}),
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.pull == "" {
+		b.pull = PullIfNotPresent
+	}
+	if !slices.Contains([]string{PullAlways, PullIfNotPresent, PullNever}, b.pull) {
+		return nil, fmt.Errorf("%w: docker pull policy %q is not always, if_not_present or never", sandbox.ErrUnavailable, b.pull)
+	}
+	if b.user == "" {
+		b.user = DefaultUser
+	}
+	var err error
+	if b.uid, b.gid, err = parseUser(b.user); err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	keeper := 65533
+	if b.uid == keeper {
+		keeper = 65532
+	}
+	b.keeper = fmt.Sprintf("%d:%d", keeper, keeper)
+	if b.idleTTL <= 0 {
+		b.idleTTL = DefaultIdleTimeout
+	}
+	if b.maxIdle <= 0 {
+		b.maxIdle = DefaultMaxIdle
+	}
+	t := opts.Languages
+	if t == nil {
+		t = lang.Default()
+	}
+	b.images = newImages(t, opts.DefaultImage)
+	if b.profile, err = profileJSON(); err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	b.instance = hex.EncodeToString(id[:])
+	copts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if opts.Host != "" {
+		copts = append(copts, client.WithHost(opts.Host))
+	}
+	if b.cli, err = client.NewClientWithOpts(copts...); err != nil {
+		return nil, fmt.Errorf("%w: docker client: %w", sandbox.ErrUnavailable, err)
+	}
+	go b.sweep()
+	return b, nil
+}
+
+// parseUser reads a numeric, non-root "uid:gid" (or "uid").
+func parseUser(u string) (uid, gid int, err error) {
+	us, gs, found := strings.Cut(u, ":")
+	if !found {
+		gs = us
+	}
+	uid, err1 := strconv.Atoi(us)
+	gid, err2 := strconv.Atoi(gs)
+	if err1 != nil || err2 != nil || uid <= 0 || gid <= 0 || uid > 1<<31 || gid > 1<<31 {
+		return 0, 0, fmt.Errorf("docker user %q must be a numeric, non-root uid:gid (the workspace tmpfs is owned by it)", u)
+	}
+	return uid, gid, nil
+}
+
+// Name returns "docker".
+func (b *Backend) Name() string { return "docker" }
+
+// CheckAvailable reports whether the engine answers (spec 004's
+// check_docker_available): nil when it does.
+func (b *Backend) CheckAvailable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.cli.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: the Docker engine does not answer at %s: %w", sandbox.ErrUnavailable, b.cli.DaemonHost(), err)
+	}
+	return nil
+}
+
+// CheckAvailable reports whether a Docker engine answers at host (empty:
+// DOCKER_HOST or the local socket), as spec 004's check_docker_available.
+func CheckAvailable(ctx context.Context, host string) bool {
+	b, err := New(Options{Host: host})
+	if err != nil {
+		return false
+	}
+	defer b.Close()
+	return b.CheckAvailable(ctx) == nil
+}
+
+// Probe reports whether the engine answers, its version, and which of the
+// language table's images are present.
+func (b *Backend) Probe(ctx context.Context) sandbox.Report {
+	r := sandbox.Report{Backend: b.Name(), Available: true}
+	if err := b.CheckAvailable(ctx); err != nil {
+		r.Available, r.Reason = false, err.Error()
+		r.Checks = append(r.Checks, sandbox.Check{Name: "engine", OK: false, Detail: err.Error()})
+		return r
+	}
+	v, err := b.cli.ServerVersion(ctx)
+	if err == nil {
+		r.Checks = append(r.Checks, sandbox.Check{Name: "engine", OK: true,
+			Detail: fmt.Sprintf("Docker %s (API %s) at %s", v.Version, v.APIVersion, b.cli.DaemonHost())})
+	}
+	refs := map[string][]string{}
+	for _, l := range b.images.langs {
+		if l.image != "" {
+			refs[l.image] = append(refs[l.image], l.id)
+		}
+	}
+	if b.images.def != "" {
+		refs[b.images.def] = append(refs[b.images.def], "default")
+	}
+	names := make([]string, 0, len(refs))
+	for ref := range refs {
+		names = append(names, ref)
+	}
+	slices.Sort(names)
+	missing := 0
+	for _, ref := range names {
+		_, err := b.cli.ImageInspect(ctx, ref)
+		detail := "present, for " + strings.Join(refs[ref], ", ")
+		if err != nil {
+			missing++
+			detail = fmt.Sprintf("missing (pull policy %s), for %s", b.pull, strings.Join(refs[ref], ", "))
+		}
+		r.Checks = append(r.Checks, sandbox.Check{Name: "image " + ref, OK: err == nil, Detail: detail})
+	}
+	if missing > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d image(s) missing: build local ones with scripts/build-images.sh, or pull them", missing))
+	}
+	mode := "a container per program, reused for its runs (fresh process, workspace and limits per run)"
+	if b.perRun {
+		mode = "a container per run"
+	}
+	r.Checks = append(r.Checks,
+		sandbox.Check{Name: "seccomp", OK: true, Detail: "custom profile from the native policy; native ABI only"},
+		sandbox.Check{Name: "user", OK: true, Detail: "user code runs as " + b.user},
+		sandbox.Check{Name: "containers", OK: true, Detail: mode})
+	probe, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Limits: sandbox.Limits{WallTime: 30 * time.Second}})
+	switch {
+	case err != nil:
+		r.Available, r.Reason = false, err.Error()
+	case probe.Status != sandbox.StatusOK:
+		r.Available, r.Reason = false, fmt.Sprintf("a trivial program ended with %s: %s", probe.Status, strings.TrimSpace(string(probe.Stderr)))
+	}
+	return r
+}
+
+// Close removes every container of the backend; it is safe to call more
+// than once.
+func (b *Backend) Close() error {
+	var err error
+	b.closed.Do(func() {
+		close(b.janitor)
+		b.mu.Lock()
+		b.closing = true
+		var all []*box
+		for _, bs := range b.idle {
+			all = append(all, bs...)
+		}
+		b.idle, b.nIdle = map[string][]*box{}, 0
+		b.mu.Unlock()
+		for _, bx := range all {
+			b.discard(bx)
+		}
+		b.removing.Wait()
+		// Anything left with our label (a run cancelled mid-creation).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = b.removeLabelled(ctx, filters.Arg("label", labelInstance+"="+b.instance))
+		_ = b.cli.Close()
+	})
+	return err
+}
+
+// removeLabelled removes the containers matching f.
+func (b *Backend) removeLabelled(ctx context.Context, f filters.KeyValuePair) error {
+	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(f)})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range list {
+		if err := b.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveStale removes containers a crashed coderunner process on this
+// machine left behind: those labelled with the pid of a process that no
+// longer exists.
+func (b *Backend) RemoveStale(ctx context.Context) error {
+	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", labelBackend+"=docker"))})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range list {
+		pid, err := strconv.Atoi(c.Labels[labelPID])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		if err := b.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Leftovers reports anything of a finished run the backend still holds:
+// a container being removed, one that is neither idle nor running a
+// program, or an idle one with a process other than its keeper. Tests
+// call it after every run.
+func (b *Backend) Leftovers(ctx context.Context) error {
+	b.mu.Lock()
+	idle := map[string]bool{}
+	for _, bs := range b.idle {
+		for _, bx := range bs {
+			idle[bx.id] = true
+		}
+	}
+	busy := len(b.busy)
+	b.mu.Unlock()
+	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", labelInstance+"="+b.instance))})
+	if err != nil {
+		return err
+	}
+	var found []string
+	if busy > 0 {
+		found = append(found, fmt.Sprintf("%d container(s) still running a program", busy))
+	}
+	for _, c := range list {
+		if !idle[c.ID] {
+			found = append(found, "container "+c.ID[:12]+" ("+c.State+")")
+			continue
+		}
+		top, err := b.cli.ContainerTop(ctx, c.ID, []string{"-o", "pid,user,args"})
+		if err != nil {
+			found = append(found, "container "+c.ID[:12]+": "+err.Error())
+			continue
+		}
+		// docker-init and the keeper's sleep.
+		if len(top.Processes) > 2 {
+			found = append(found, fmt.Sprintf("container %s runs %v", c.ID[:12], top.Processes))
+		}
+	}
+	if len(found) > 0 {
+		return errors.New(strings.Join(found, "; "))
+	}
+	return nil
+}
+
+// sweep removes containers idle for longer than the idle timeout.
+func (b *Backend) sweep() {
+	t := time.NewTicker(max(b.idleTTL/4, 250*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.janitor:
+			return
+		case <-t.C:
+		}
+		var old []*box
+		b.mu.Lock()
+		for key, bs := range b.idle {
+			keep := bs[:0]
+			for _, bx := range bs {
+				if time.Since(bx.idleSince) > b.idleTTL {
+					old = append(old, bx)
+					b.nIdle--
+				} else {
+					keep = append(keep, bx)
+				}
+			}
+			if len(keep) == 0 {
+				delete(b.idle, key)
+			} else {
+				b.idle[key] = keep
+			}
+		}
+		b.mu.Unlock()
+		for _, bx := range old {
+			b.discard(bx)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/docker"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
+)
+
+// testImage is the image scripts/build-images.sh builds for the core
+// languages; .ci/run builds it before the tests.
+const testImage = "coderunner/core:bookworm"
+
+// localImages maps every core language to the locally built image.
+func localImages(t testing.TB) *lang.Table {
+	t.Helper()
+	tbl, err := lang.New(map[string]lang.Recipe{
+		"python": {Image: testImage}, "python3": {Image: testImage}, "c": {Image: testImage},
+		"cpp": {Image: testImage}, "bash": {Image: testImage},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// requireDocker needs an engine that answers and the test image: skipped
+// with the reason normally, a failure under CI=true.
+func requireDocker(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	testutil.Require(t, docker.CheckAvailable(ctx, ""), "needs a Docker engine (start dockerd)")
+	err := exec.CommandContext(ctx, "docker", "image", "inspect", testImage).Run()
+	testutil.Require(t, err == nil, "needs the image "+testImage+" (scripts/build-images.sh core)")
+}
+
+func newBackend(t testing.TB, opts docker.Options) *docker.Backend {
+	t.Helper()
+	requireDocker(t)
+	opts.Languages = localImages(t)
+	opts.PullPolicy = docker.PullNever
+	b, err := docker.New(opts)
+	if err != nil {
+		t.Fatalf("docker backend unavailable: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	b := newBackend(t, docker.Options{})
+	cc, _ := exec.LookPath("gcc")
+	testutil.Require(t, cc != "", "gcc is needed to build the 32-bit syscall probe")
+	sandboxtest.Run(t, sandboxtest.Env{
+		Backend:   b,
+		CC:        cc,
+		Leftovers: func() error { return b.Leftovers(context.Background()) },
+	})
+}
+
+// TestReuse runs one program several times: the runs share a container,
+// and none sees what an earlier one left.
+func TestReuse(t *testing.T) {
+	for _, perRun := range []bool{false, true} {
+		name := "reused"
+		if perRun {
+			name = "per-run"
+		}
+		t.Run(name, func(t *testing.T) {
+			b := newBackend(t, docker.Options{PerRun: perRun})
+			spec := &sandbox.Spec{
+				Args:  []string{"/bin/sh", "-c", `ls -A /workspace /tmp /dev/shm; cat main.txt; echo x > /workspace/left; echo x > /tmp/left; echo x > /dev/shm/left; rm main.txt; (sleep 60 &) ; cat`},
+				Env:   []string{"PATH=/usr/bin:/bin"},
+				Files: []sandbox.File{{Path: "main.txt", Content: []byte("main\n")}},
+			}
+			for i := range 4 {
+				res, err := b.Run(context.Background(), spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != sandbox.StatusOK {
+					t.Fatalf("run %d: status %s stderr %s", i, res.Status, res.Stderr)
+				}
+				want := "/dev/shm:\n\n/tmp:\n\n/workspace:\nmain.txt\nmain\n"
+				if string(res.Stdout) != want {
+					t.Fatalf("run %d saw %q, want %q", i, res.Stdout, want)
+				}
+				// The cleanup runs in the background.
+				deadline := time.Now().Add(10 * time.Second)
+				for b.Leftovers(context.Background()) != nil && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			if err := b.Leftovers(context.Background()); err != nil {
+				t.Fatalf("left behind: %v", err)
+			}
+		})
+	}
+}
+
+// TestMissingImage names the image in the setup error.
+func TestMissingImage(t *testing.T) {
+	requireDocker(t)
+	tbl, err := lang.New(map[string]lang.Recipe{"bash": {Image: "coderunner/does-not-exist:never"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := docker.New(docker.Options{Languages: tbl, PullPolicy: docker.PullNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = b.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/true"}})
+	if err == nil || !errors.Is(err, sandbox.ErrSetup) || !strings.Contains(err.Error(), "coderunner/does-not-exist:never") {
+		t.Fatalf("err %v, want ErrSetup naming the image", err)
+	}
+}

@@ -1,0 +1,19 @@
+package docker_test
+
+import (
+	"testing"
+
+	"github.com/coderunner/coderunner/sandbox/docker"
+	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
+)
+
+// TestJudge judges Python and C programs through runner and judge on the
+// docker backend, in both container modes.
+func TestJudge(t *testing.T) {
+	t.Run("reused", func(t *testing.T) {
+		judgetest.Run(t, newBackend(t, docker.Options{}), localImages(t))
+	})
+	t.Run("per-run", func(t *testing.T) {
+		judgetest.Run(t, newBackend(t, docker.Options{PerRun: true}), localImages(t))
+	})
+}

@@ -1,0 +1,24 @@
+package docker
+
+import (
+	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+func init() {
+	backend.Register("docker", func(o backend.Options) (sandbox.Backend, error) {
+		opts := Options{Logger: o.Logger}
+		if c, ok := o.Config.(*config.Config); ok && c != nil {
+			opts.Host = c.Docker.Host
+			opts.PullPolicy = c.Docker.PullPolicy
+			opts.User = c.Docker.User
+			t, err := c.LanguageTable()
+			if err != nil {
+				return nil, err
+			}
+			opts.Languages = t
+		}
+		return New(opts)
+	})
+}

@@ -1,0 +1,337 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/watch"
+)
+
+// Bounds on waits that only a broken engine could exceed.
+const (
+	drainTimeout = 2 * time.Second
+	// lingerTimeout is how long output may stay open after the program
+	// exited before the processes holding it (a background child) are
+	// killed with the container.
+	lingerTimeout = 50 * time.Millisecond
+	// statsPause bounds the pause between two readings of the engine's
+	// counters: on a reused container they are the run's memory peak.
+	statsPause = 100 * time.Millisecond
+	// maxPoll is the longest pause between two looks at the program's
+	// state while its output is still open.
+	maxPoll = 50 * time.Millisecond
+)
+
+// Run executes spec in a container. See sandbox.Backend.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	s := *spec
+	s.Limits = s.Limits.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if strings.Contains(s.Args[0], "=") {
+		// env(1) would take it for a variable.
+		return nil, fmt.Errorf("%w: the docker backend cannot run a program whose path contains '=': %q", sandbox.ErrInvalidSpec, s.Args[0])
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	image := b.images.forSpec(&s)
+	if image == "" {
+		return nil, fmt.Errorf("%w: no image for %s: set languages.<id>.image or docker's default image", sandbox.ErrSetup, s.Args[0])
+	}
+	if err := b.ensureImage(ctx, image); err != nil {
+		return nil, err
+	}
+	key := specKey(&s, image)
+	var bx *box
+	if !b.perRun && s.Workspace == "" {
+		bx = b.take(key)
+	}
+	if bx == nil {
+		var err error
+		if bx, err = b.create(ctx, &s, image, key); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		b.markBusy(bx)
+	}
+	res, reusable, err := b.runIn(ctx, bx, &s)
+	// A host workspace is the caller's: nothing may still run in it when
+	// the caller gets it back, so its container goes at once.
+	b.release(bx, reusable && err == nil && s.Workspace == "")
+	return res, err
+}
+
+// usage is one reading of a container's counters.
+type usage struct {
+	cpu    time.Duration
+	memory int64
+	peak   int64
+	// oomKills is -1 when unknown (the engine's stats do not count them).
+	oomKills int
+}
+
+// read takes a reading of bx's counters: from its cgroup on this machine,
+// or from the engine.
+func (b *Backend) read(ctx context.Context, bx *box) (usage, error) {
+	if bx.cg != nil {
+		u, err := bx.cg.read()
+		return usage{cpu: u.cpu, memory: u.memory, peak: u.peak, oomKills: u.oomKills}, err
+	}
+	rd, err := b.cli.ContainerStatsOneShot(ctx, bx.id)
+	if err != nil {
+		return usage{}, err
+	}
+	defer rd.Body.Close()
+	var st container.StatsResponse
+	if err := decodeJSON(rd.Body, &st); err != nil {
+		return usage{}, err
+	}
+	return usage{
+		cpu:      time.Duration(st.CPUStats.CPUUsage.TotalUsage),
+		memory:   int64(st.MemoryStats.Usage),
+		peak:     int64(st.MemoryStats.MaxUsage),
+		oomKills: -1,
+	}, nil
+}
+
+// runIn runs the program in bx. reusable tells whether bx may serve
+// another run of the program.
+func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandbox.Result, reusable bool, _ error) {
+	lim := s.Limits
+	if want := resourcesOf(lim); want != bx.res {
+		if _, err := b.cli.ContainerUpdate(ctx, bx.id, container.UpdateConfig{Resources: want.engine()}); err != nil {
+			return nil, false, fmt.Errorf("%w: unable to set the container's limits: %w", sandbox.ErrSetup, err)
+		}
+		bx.res = want
+	}
+	// A new peak for this run, where the kernel can start one.
+	peakReset := bx.cg != nil && bx.cg.resetPeak()
+	before, err := b.read(ctx, bx)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)
+	}
+	dir := s.Dir
+	if dir == "" {
+		dir = sandbox.WorkspaceDir
+	}
+	// env -i: the engine adds HOSTNAME and the image's variables to every
+	// exec; the program gets exactly the spec's environment.
+	argv := append(append([]string{"/usr/bin/env", "-i"}, s.Env...), s.Args...)
+	ex, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
+		User: b.user, Cmd: argv, WorkingDir: dir,
+		AttachStdin: s.Stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)
+	}
+
+	kill := make(chan watch.Reason, 4)
+	stop := func(r watch.Reason) {
+		select {
+		case kill <- r:
+		default:
+		}
+	}
+	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) })
+	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) })
+	since := time.Now()
+	hj, err := b.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)
+	}
+	defer hj.Close()
+	start := time.Now()
+	streams := make(chan struct{})
+	go func() {
+		defer close(streams)
+		_, _ = stdcopy.StdCopy(stdout, stderr, hj.Reader)
+		_ = stdout.Close()
+		_ = stderr.Close()
+	}()
+	if s.Stdin != nil {
+		go watch.Feed(closeWriter{&hj}, s.Stdin)
+	}
+	source := func() (watch.Usage, error) {
+		u, err := b.read(ctx, bx)
+		return watch.Usage{CPU: u.cpu - before.cpu, Memory: u.memory}, err
+	}
+	pause := time.Duration(0)
+	if !peakReset {
+		// The samples are the run's peak measure.
+		pause = statsPause
+	}
+	mon := watch.NewMonitor(source, lim, s.SampleInterval, pause, start)
+	go mon.Watch(func() { stop(watch.ReasonCPU) })
+	defer mon.Stop()
+	wall := time.NewTimer(lim.WallTime)
+	defer wall.Stop()
+
+	reason := watch.ReasonNone
+	exitCode, exited := 0, false
+	streamsDone := streams
+	poll := time.NewTimer(time.Millisecond)
+	defer poll.Stop()
+	delay := time.Millisecond
+	var linger <-chan time.Time
+wait:
+	for {
+		select {
+		case <-streamsDone:
+			streamsDone = nil
+			poll.Reset(0)
+		case <-poll.C:
+			ins, err := b.cli.ContainerExecInspect(ctx, ex.ID)
+			if err != nil {
+				if ctx.Err() != nil {
+					reason = watch.ReasonCancel
+					break wait
+				}
+				return nil, false, fmt.Errorf("%w: unable to follow the program: %w", sandbox.ErrSetup, err)
+			}
+			if !ins.Running && ins.Pid != 0 || !ins.Running && ins.ExitCode != 0 {
+				exitCode, exited = ins.ExitCode, true
+				if streamsDone == nil {
+					break wait
+				}
+				// Its output is held open by something it left running.
+				linger = time.After(lingerTimeout)
+				continue
+			}
+			delay = min(2*delay, maxPoll)
+			if streamsDone == nil {
+				delay = time.Millisecond
+			}
+			poll.Reset(delay)
+		case <-linger:
+			break wait
+		case <-wall.C:
+			reason = watch.ReasonWall
+			break wait
+		case reason = <-kill:
+			break wait
+		case <-ctx.Done():
+			reason = watch.ReasonCancel
+			break wait
+		}
+	}
+	end := time.Now()
+	after, statsErr := b.read(context.WithoutCancel(ctx), bx)
+	mon.Stop()
+	// Anything still running of the program (a limit stopped it, or it
+	// left a child holding its output) dies with the container.
+	killed := reason != watch.ReasonNone || !exited || streamsDone != nil
+	var state container.InspectResponse
+	if killed {
+		// Stop reading first: the engine would otherwise block on a full
+		// stream we no longer read and never finish the kill.
+		hj.Close()
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = b.cli.ContainerKill(kctx, bx.id, "KILL")
+		state, _ = b.cli.ContainerInspect(kctx, bx.id)
+		cancel()
+	}
+	if reason == watch.ReasonCancel {
+		return nil, false, ctx.Err()
+	}
+	drained := time.NewTimer(drainTimeout)
+	defer drained.Stop()
+	select {
+	case <-streams:
+	case <-drained.C:
+		b.log.Warn("output still open after the program ended", "container", bx.id)
+	}
+
+	res := &sandbox.Result{WallTime: end.Sub(start)}
+	res.Stdout, res.StdoutTruncated = stdout.Result()
+	res.Stderr, res.StderrTruncated = stderr.Result()
+	if statsErr == nil {
+		res.CPUTime = after.cpu - before.cpu
+		switch {
+		case peakReset || bx.runs == 0 || after.peak > before.peak:
+			// The peak was started for this run, or this run raised the
+			// container's.
+			res.PeakMemory = after.peak
+		default:
+			// Below an earlier run's peak: the samples are the measure.
+			res.PeakMemory = max(mon.PeakSeen(), after.memory)
+		}
+	}
+	bx.runs++
+	if statsErr == nil && after.oomKills >= 0 && before.oomKills >= 0 {
+		res.MemoryExceeded = after.oomKills > before.oomKills
+	} else {
+		res.MemoryExceeded = b.oomSince(ctx, bx.id, since)
+	}
+	if state.ContainerJSONBase != nil && state.State != nil && state.State.OOMKilled {
+		res.MemoryExceeded = true
+	}
+	res.Samples = mon.Finish(end, res.CPUTime, res.PeakMemory)
+	if reason == watch.ReasonNone && res.Truncated() {
+		reason = watch.ReasonOutput
+	}
+	switch {
+	case reason != watch.ReasonNone || !exited:
+		res.ExitCode, res.Signal = -1, syscall.SIGKILL
+	default:
+		res.ExitCode, res.Signal = watch.DecodeExit(exitCode)
+		if exitCode == 126 || exitCode == 127 {
+			if msg := string(res.Stderr); strings.HasPrefix(msg, "/usr/bin/env: ") || strings.Contains(msg, "exec failed") {
+				return nil, false, fmt.Errorf("%w: image %s cannot run %s: %s", sandbox.ErrSetup, bx.image, s.Args[0], strings.TrimSpace(msg))
+			}
+		}
+	}
+	watch.Decide(res, reason, lim.CPUTime)
+	return res, !killed, nil
+}
+
+// oomSince reports whether the engine saw the kernel OOM-kill a process of
+// the container since t. The engine handles a container's events in
+// order, so an OOM kill that preceded the program's exit is already
+// recorded.
+func (b *Backend) oomSince(ctx context.Context, id string, t time.Time) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	msgs, errs := b.cli.Events(ctx, events.ListOptions{
+		Since:   unixTime(t),
+		Until:   unixTime(now),
+		Filters: filters.NewArgs(filters.Arg("container", id), filters.Arg("event", "oom")),
+	})
+	for {
+		select {
+		case <-msgs:
+			return true
+		case err := <-errs:
+			if err != nil && !errors.Is(err, io.EOF) {
+				b.log.Warn("unable to read the engine's events", "container", id, "error", err)
+			}
+			return false
+		}
+	}
+}
+
+func unixTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
+
+// closeWriter writes the program's input to an attached exec; Close ends
+// the input only, the output still flows.
+type closeWriter struct{ hj *types.HijackedResponse }
+
+func (c closeWriter) Write(p []byte) (int, error) { return c.hj.Conn.Write(p) }
+
+func (c closeWriter) Close() error { return c.hj.CloseWrite() }
