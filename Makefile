@@ -6,7 +6,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
 
-.PHONY: build run test lint bench fuzz deps clean
+.PHONY: build run test lint bench fuzz deps images clean
 
 build: ## build bin/coderunner
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
@@ -32,6 +32,10 @@ fuzz: ## each fuzzer for 20 seconds
 
 deps: ## install the system packages the tests need (Debian; run as root)
 	scripts/install-deps.sh
+
+images: ## start dockerd if needed and build the docker backend's local images (IMAGES="core java ...")
+	scripts/start-dockerd.sh
+	scripts/build-images.sh $(IMAGES)
 
 clean:
 	rm -rf bin

@@ -12,6 +12,8 @@ import (
 
 	// Backends register themselves with internal/backend; importing one
 	// builds it into the binary.
+	_ "github.com/coderunner/coderunner/sandbox/bwrap"
+	_ "github.com/coderunner/coderunner/sandbox/docker"
 	_ "github.com/coderunner/coderunner/sandbox/native"
 )
 
