@@ -18,6 +18,8 @@ const (
 	CodeUnavailable        = "unavailable"
 	CodeInternal           = "internal_error"
 	CodeValidation         = "validation_error"
+	CodeTooManySessions    = "too_many_sessions"
+	CodeStorageFull        = "insufficient_storage"
 	retryAfterQueueSeconds = 1
 )
 

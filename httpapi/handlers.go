@@ -14,6 +14,7 @@ import (
 	"github.com/coderunner/coderunner/executor"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/session"
 )
 
 // tracked remembers the error of the body it reads, so that a body cut at
@@ -76,6 +77,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	release, err := s.gate.acquire(ctx)
 	switch {
 	case errors.Is(err, errQueueFull):
+		s.metrics.refused.Inc()
 		s.queueFull(w, r)
 		return
 	case err != nil:
@@ -154,16 +156,21 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.refuseRun(w, r, err, rr.Timeout != nil)
 	default:
-		reason := ""
-		if res.Status != execute.StatusSuccess {
-			reason = string(res.Status)
-			if res.Verdict != "" {
-				reason = string(res.Verdict)
-			}
-		}
-		s.metrics.finished("run", string(res.Status), reason, time.Since(start))
+		s.metrics.finished("run", string(res.Status), runReason(res), time.Since(start))
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+// runReason is the failure reason of a result, for the metrics; empty
+// for a success.
+func runReason(res *execute.Result) string {
+	switch {
+	case res.Status == execute.StatusSuccess:
+		return ""
+	case res.Verdict != "":
+		return string(res.Verdict)
+	}
+	return string(res.Status)
 }
 
 // precheckRun refuses what can be refused before taking a slot; the
@@ -204,8 +211,16 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 		status, code, field = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "code"
 	case errors.Is(err, execute.ErrStdinTooLarge):
 		status, code, field = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "stdin"
-	case errors.Is(err, execute.ErrInvalidSessionID):
+	case errors.Is(err, execute.ErrInvalidSessionID), errors.Is(err, session.ErrDisabled):
 		field = "session_id"
+	case errors.Is(err, session.ErrNotFound):
+		status, code, field = http.StatusNotFound, CodeNotFound, "session_id"
+	case errors.Is(err, session.ErrTooManySessions):
+		status, code, field = http.StatusTooManyRequests, CodeTooManySessions, "session_id"
+	case errors.Is(err, session.ErrSessionFull), errors.Is(err, session.ErrDiskFull):
+		status, code, field = http.StatusInsufficientStorage, CodeStorageFull, "session_id"
+	case errors.Is(err, session.ErrClosed):
+		status, code, field = http.StatusServiceUnavailable, CodeShuttingDown, "session_id"
 	case errors.Is(err, lang.ErrUnknownLanguage):
 		field = "language"
 	default:
@@ -220,30 +235,67 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 // the server drains, and takes a slot for it. ok is false when it was
 // answered already.
 func (s *Server) clientRun(w http.ResponseWriter, r *http.Request) (ctx context.Context, release func(), ok bool) {
-	done, ok := s.admit(w, r)
-	if !ok {
-		return nil, nil, false
+	ctx, release, err := s.enter(r.Context())
+	switch {
+	case err == nil:
+		return ctx, release, true
+	case errors.Is(err, errQueueFull):
+		s.queueFull(w, r)
+	case errors.Is(err, errShuttingDown):
+		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	case errors.Is(err, errStarting):
+		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+	default:
+		s.cancelled(w, r)
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
+	return nil, nil, false
+}
+
+// Errors of enter besides errQueueFull and the context's.
+var (
+	errShuttingDown = errors.New("the executor is shutting down")
+	errStarting     = errors.New("the executor is starting")
+)
+
+// enter admits work whose context is parent, ended too when the server
+// drains, and takes a slot for it, waiting in the queue. release must be
+// called when the work is done. It fails with errStarting or
+// errShuttingDown when the server takes no executions, errQueueFull when
+// there is no room, or the context's error when it ends while waiting.
+func (s *Server) enter(parent context.Context) (ctx context.Context, release func(), err error) {
+	s.mu.Lock()
+	st := s.state
+	if st == stateReady {
+		s.inflight.Add(1)
+	}
+	s.mu.Unlock()
+	switch st {
+	case stateDraining:
+		return nil, nil, errShuttingDown
+	case stateStarting:
+		return nil, nil, errStarting
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
 	free, err := s.gate.acquire(ctx)
 	if err != nil {
 		stop()
 		cancel(nil)
-		done()
+		s.inflight.Done()
 		if errors.Is(err, errQueueFull) {
-			s.queueFull(w, r)
-		} else {
-			s.cancelled(w, r)
+			s.metrics.refused.Inc()
+			err = fmt.Errorf("%w: all %d running slots are busy and %d requests are waiting; retry later", err, s.slots, s.queue)
+		} else if s.runCtx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errShuttingDown, err)
 		}
-		return nil, nil, false
+		return nil, nil, err
 	}
 	return ctx, func() {
 		free()
 		stop()
 		cancel(nil)
-		done()
-	}, true
+		s.inflight.Done()
+	}, nil
 }
 
 // cancelled answers a request whose work was stopped: by the shutdown

@@ -35,6 +35,11 @@ type Judge interface {
 	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
 }
 
+// Sessions ends sessions; *session.Store is one.
+type Sessions interface {
+	Delete(id string) error
+}
+
 // Reporter sends the control plane callbacks; *controlplane.Reporter is
 // one.
 type Reporter interface {
@@ -64,6 +69,15 @@ type Options struct {
 	Executor Executor
 	Runner   Runner
 	Judge    Judge
+	// Sessions, when set, serves DELETE /v1/sessions/{id}; nil answers
+	// it 404, as no session exists. Runner is what runs requests that
+	// name a session (session.Store.Wrap).
+	Sessions Sessions
+	// MCP, when set, builds the handler of /mcp (MCP streamable HTTP)
+	// from run, which is Runner behind the server's running slots and
+	// queue, so that MCP calls share them with /v1/run. Nil leaves /mcp
+	// unanswered (404).
+	MCP func(run Runner) (http.Handler, error)
 	// Reporter, when set, receives the control plane callbacks.
 	Reporter Reporter
 	// Logger receives JSON logs; nil discards them.
@@ -129,6 +143,8 @@ type Server struct {
 	exec      Executor
 	runner    Runner
 	judge     Judge
+	sessions  Sessions
+	mcp       http.Handler
 	rep       Reporter
 	log       *slog.Logger
 	tokenHash []byte
@@ -164,6 +180,7 @@ func New(opts Options) (*Server, error) {
 		exec:     opts.Executor,
 		runner:   opts.Runner,
 		judge:    opts.Judge,
+		sessions: opts.Sessions,
 		rep:      opts.Reporter,
 		log:      opts.Logger,
 		maxBody:  opts.MaxBodyBytes,
@@ -206,6 +223,16 @@ func New(opts Options) (*Server, error) {
 		s.metrics.queued.Set(float64(waiting))
 	})
 	s.runCtx, s.stopRuns = context.WithCancelCause(context.Background())
+	if opts.MCP != nil {
+		if opts.Runner == nil {
+			return nil, errors.New("httpapi: MCP needs a Runner")
+		}
+		h, err := opts.MCP(slotRunner{s})
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: unable to build the MCP handler: %w", err)
+		}
+		s.mcp = h
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -244,29 +271,39 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/execute", s.handleExecute, false},
 		{http.MethodPost, "/v1/run", s.handleRun, false},
 		{http.MethodPost, "/v1/judge", s.handleJudge, false},
+		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false},
 		{http.MethodGet, "/health", s.handleHealth, true},
 		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true},
 		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true},
 	}
-	allowed := map[string]string{}
+	if s.mcp != nil {
+		// Every method: the transport uses POST, GET and DELETE, and
+		// answers the others itself.
+		rs = append(rs, route{"", "/mcp", s.handleMCP, false})
+	}
 	for _, r := range rs {
 		var h http.Handler = r.handler
 		if !r.open {
 			h = s.authorize(h)
 		}
-		mux.Handle(r.method+" "+r.path, s.observe(r.path, h))
-		allowed[r.path] = r.method
-		if r.method == http.MethodGet {
-			allowed[r.path] += ", HEAD"
+		if r.method == "" {
+			mux.Handle(r.path, s.observe(r.path, h))
+			continue
 		}
+		mux.Handle(r.method+" "+r.path, s.observe(r.path, h))
+		// The path without a method is less specific: it gets the
+		// other methods.
+		methods := r.method
+		if r.method == http.MethodGet {
+			methods += ", HEAD"
+		}
+		mux.Handle(r.path, s.observe(r.path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Allow", methods)
+			writeError(w, req, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				fmt.Sprintf("%s %s is not allowed; use %s", req.Method, req.URL.Path, methods))
+		})))
 	}
 	mux.Handle("/", s.observe("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if methods, ok := allowed[r.URL.Path]; ok {
-			w.Header().Set("Allow", methods)
-			writeError(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-				fmt.Sprintf("%s %s is not allowed; use %s", r.Method, r.URL.Path, methods))
-			return
-		}
 		writeError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no endpoint %s", r.URL.Path))
 	})))
 	return mux
@@ -316,9 +353,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (done func(), ok 
 	return nil, false
 }
 
-// queueFull answers a request that found no room.
+// queueFull answers a request that found no room; enter counted it.
 func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
-	s.metrics.refused.Inc()
 	writeError(w, r, http.StatusServiceUnavailable, CodeQueueFull,
 		fmt.Sprintf("all %d running slots are busy and %d requests are waiting; retry later", s.slots, s.queue))
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,16 +21,19 @@ import (
 	"github.com/coderunner/coderunner/httpapi"
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/mcpserver"
 	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/session"
 )
 
 const serveAbout = `Serve the HTTP API (contract §6): POST /execute (spec 002), POST /v1/run
-(spec 004), POST /v1/judge (spec 000), GET /health, GET /metrics and
+(spec 004, with session_id), DELETE /v1/sessions/{id}, POST /v1/judge
+(spec 000), /mcp (MCP streamable HTTP), GET /health, GET /metrics and
 GET /openapi.yaml. Logs are JSON lines on stderr.
 
-Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on the
-POST endpoints), CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
+Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on every
+endpoint but /health, /metrics and /openapi.yaml), CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
 heartbeats, ready and exited), CONTAINER_ID (default: the host name),
 POD_NAME, RESULTS_DIR (undelivered results, default /tmp/results), and
 every CODERUNNER_* configuration variable.
@@ -107,11 +112,23 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		log.Error("the work directory is not usable", "event", "startup_failed", "error", err)
 		return ExitFailure
 	}
+	store, err := openSessions(cfg, log)
+	if err != nil {
+		log.Error("unable to set up sessions", "event", "startup_failed", "error", err)
+		return ExitFailure
+	}
+	if store != nil {
+		// Closed after Serve returns, when no call uses a session any
+		// more: every session's files go with the server.
+		defer store.Close()
+	}
+	// A nil store refuses requests that name a session (ErrDisabled).
+	run := store.Wrap(execute.New(b, langs, execute.Options{
+		Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: compileLimits(cfg), SandboxLimits: sandboxLimits,
+	}))
 	srvOpts := httpapi.Options{
-		Executor: exec,
-		Runner: execute.New(b, langs, execute.Options{
-			Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: compileLimits(cfg), SandboxLimits: sandboxLimits,
-		}),
+		Executor:          exec,
+		Runner:            run,
 		Logger:            log,
 		APIToken:          string(cfg.Server.APIToken),
 		MaxConcurrent:     cfg.Server.MaxConcurrent,
@@ -121,10 +138,36 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		Backend:           b.Name(),
 		Version:           a.Version,
 	}
-	if eng, err := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg)}); err != nil {
-		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", err)
+	if store != nil {
+		srvOpts.Sessions = store
+	}
+	judgeOpts := judge.Options{Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB}
+	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg)})
+	if engErr != nil {
+		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", engErr)
 	} else {
-		srvOpts.Judge = judge.New(eng, judge.Options{Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB})
+		srvOpts.Judge = judge.New(eng, judgeOpts)
+	}
+	srvOpts.MCP = func(slotted httpapi.Runner) (http.Handler, error) {
+		mo := mcpserver.Options{
+			Runner:       slotted,
+			Languages:    langs,
+			EngineErr:    engErr,
+			JudgeOptions: judgeOpts,
+			Limits:       runDefaults(cfg),
+			Version:      a.Version,
+			Logger:       log,
+		}
+		if engErr == nil {
+			// A nil *runner.Runner in the interface would not read as
+			// "no engine".
+			mo.Engine = eng
+		}
+		ms, err := mcpserver.New(mo)
+		if err != nil {
+			return nil, err
+		}
+		return ms.Handler(), nil
 	}
 
 	// The reporter's metrics go to the server, built after it.
@@ -156,6 +199,41 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		return ExitFailure
 	}
 	return status.Code
+}
+
+// openSessions opens the session store of the configuration's sessions
+// section, or returns nil when sessions are turned off (max_count 0).
+// Each workspace is capped at the size of a sandbox's workspace.
+func openSessions(cfg *config.Config, log *slog.Logger) (*session.Store, error) {
+	sc := cfg.Sessions
+	if sc.MaxCount <= 0 {
+		return nil, nil
+	}
+	dir := ""
+	if cfg.Backend.WorkDir != "" {
+		dir = filepath.Join(cfg.Backend.WorkDir, fmt.Sprintf("coderunner-sessions-%d", os.Geteuid()))
+	}
+	return session.Open(session.Options{
+		Dir:           dir,
+		IdleTimeout:   sc.IdleTimeout.Std(),
+		MaxSessions:   sc.MaxCount,
+		MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
+		MaxTotalBytes: int64(sc.MaxDiskMB) * sandbox.MiB,
+		Logger:        log,
+	})
+}
+
+// runDefaults are the limits of a run that names none: spec 004's
+// defaults, or the configuration's limits.run section.
+func runDefaults(cfg *config.Config) execute.ExecutionLimits {
+	d := cfg.Limits.Run
+	return execute.ExecutionLimits{
+		TimeLimit:      d.Timeout.Std().Seconds(),
+		MemoryLimit:    d.MemoryMB,
+		CPULimit:       d.CPUCores,
+		MaxOutputChars: d.MaxOutputChars,
+		Pids:           d.MaxProcesses,
+	}.WithDefaults()
 }
 
 // newReporter builds the control plane reporter from the configuration.

@@ -1,0 +1,39 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/session"
+)
+
+// handleDeleteSession is DELETE /v1/sessions/{id}: it ends the session and
+// removes its workspace (a call running in it finishes first). It takes
+// no running slot: removing a workspace is quick, and a client must be
+// able to free its disk while every slot is busy.
+func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := execute.ValidateSessionID(id); err != nil {
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+		return
+	}
+	if s.sessions == nil {
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: sessions are turned off on this server")
+		return
+	}
+	err := s.sessions.Delete(id)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, session.ErrInvalidID):
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+	case errors.Is(err, session.ErrNotFound):
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
+	case errors.Is(err, session.ErrClosed):
+		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	default:
+		s.log.Error("unable to delete a session", "event", "session_delete_failed", "request_id", requestID(r.Context()), "error", err)
+		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
+	}
+}
