@@ -1,0 +1,112 @@
+package watch
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+func TestCapture(t *testing.T) {
+	var tee bytes.Buffer
+	overs := 0
+	c := NewCapture(10, &tee, func() { overs++ })
+	if n, err := c.Write([]byte("hello")); n != 5 || err != nil {
+		t.Fatalf("write under the cap: %d, %v", n, err)
+	}
+	if _, err := c.Write([]byte("world!!")); !errors.Is(err, ErrOverCap) {
+		t.Fatalf("write past the cap: %v, want ErrOverCap", err)
+	}
+	if _, err := c.Write([]byte("more")); !errors.Is(err, ErrOverCap) {
+		t.Fatalf("write after the cap: %v", err)
+	}
+	got, truncated := c.Result()
+	if string(got) != "helloworld" || !truncated || overs != 1 || tee.String() != "helloworld" {
+		t.Fatalf("kept %q truncated %v overs %d tee %q", got, truncated, overs, tee.String())
+	}
+}
+
+func TestCaptureDrain(t *testing.T) {
+	c := NewCapture(1<<20, nil, func() { t.Error("over called under the cap") })
+	c.Drain(strings.NewReader(strings.Repeat("x", 200000)))
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Drain returned without marking the capture done")
+	}
+	if got, tr := c.Result(); len(got) != 200000 || tr {
+		t.Fatalf("%d bytes, truncated %v", len(got), tr)
+	}
+}
+
+func TestDecodeExit(t *testing.T) {
+	for _, tc := range []struct {
+		code, exit int
+		sig        syscall.Signal
+	}{
+		{0, 0, 0}, {1, 1, 0}, {128, 128, 0}, {137, -1, syscall.SIGKILL},
+		{139, -1, syscall.SIGSEGV}, {192, -1, syscall.Signal(64)}, {193, 193, 0}, {255, 255, 0},
+	} {
+		exit, sig := DecodeExit(tc.code)
+		if exit != tc.exit || sig != tc.sig {
+			t.Errorf("DecodeExit(%d) = %d, %v; want %d, %v", tc.code, exit, sig, tc.exit, tc.sig)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	const limit = time.Second
+	for _, tc := range []struct {
+		name   string
+		res    sandbox.Result
+		reason Reason
+		want   sandbox.Status
+		kind   string
+	}{
+		{"ok", sandbox.Result{}, ReasonNone, sandbox.StatusOK, ""},
+		{"exit", sandbox.Result{ExitCode: 3}, ReasonNone, sandbox.StatusNonzeroExit, ""},
+		{"signal", sandbox.Result{ExitCode: -1, Signal: syscall.SIGSEGV}, ReasonNone, sandbox.StatusSignaled, ""},
+		{"output beats wall", sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL}, ReasonOutput, sandbox.StatusOutputLimit, ""},
+		{"wall", sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL}, ReasonWall, sandbox.StatusTimeLimit, "wall"},
+		{"cpu monitor", sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL}, ReasonCPU, sandbox.StatusTimeLimit, "cpu"},
+		{"cpu rlimit", sandbox.Result{ExitCode: -1, Signal: syscall.SIGXCPU}, ReasonNone, sandbox.StatusTimeLimit, "cpu"},
+		{"oom", sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL, MemoryExceeded: true}, ReasonNone, sandbox.StatusMemoryLimit, ""},
+		{"oom of a child only", sandbox.Result{MemoryExceeded: true}, ReasonNone, sandbox.StatusOK, ""},
+		{"killed over the cpu limit", sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL, CPUTime: 2 * limit}, ReasonNone, sandbox.StatusTimeLimit, "cpu"},
+	} {
+		res := tc.res
+		Decide(&res, tc.reason, limit)
+		if res.Status != tc.want || res.TimeLimit != tc.kind {
+			t.Errorf("%s: %s %q, want %s %q", tc.name, res.Status, res.TimeLimit, tc.want, tc.kind)
+		}
+	}
+}
+
+func TestMonitorCPULimit(t *testing.T) {
+	var cpu time.Duration
+	read := func() (Usage, error) {
+		cpu += 40 * time.Millisecond
+		return Usage{CPU: cpu, Memory: int64(cpu)}, nil
+	}
+	lim := sandbox.Limits{CPUTime: 100 * time.Millisecond, CPUs: 1}
+	m := NewMonitor(read, lim, time.Millisecond, 0, time.Now())
+	over := make(chan struct{})
+	go m.Watch(func() { close(over) })
+	select {
+	case <-over:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the CPU limit was never reported")
+	}
+	samples := m.Finish(time.Now(), cpu, 7)
+	last := samples[len(samples)-1]
+	if len(samples) < 2 || last.CPUTime != cpu {
+		t.Fatalf("samples %+v: want the readings and a final one with the run's CPU time", samples)
+	}
+	if m.PeakSeen() < int64(100*time.Millisecond) {
+		t.Fatalf("peak seen %d", m.PeakSeen())
+	}
+}
