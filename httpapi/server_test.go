@@ -83,6 +83,7 @@ func TestEndpoints(t *testing.T) {
 		{"metrics", "GET", "/metrics", ``, 200, "", ""},
 		{"openapi", "GET", "/openapi.yaml", ``, 200, "", ""},
 		{"unknown", "GET", "/nope", ``, 404, CodeNotFound, ""},
+		{"mcp not configured", "POST", "/mcp", `{}`, 404, CodeNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := do(t, s, tc.method, tc.path, tc.body, nil)
