@@ -1,10 +1,17 @@
 // Package httpapi is coderunner's HTTP service (contract §6): spec 002's
-// POST /execute, spec 004's POST /v1/run, spec 000's POST /v1/judge, and
-// GET /health, GET /metrics and GET /openapi.yaml.
+// POST /execute, spec 004's POST /v1/run and DELETE /v1/sessions/{id},
+// spec 000's POST /v1/judge, the MCP endpoint /mcp, and GET /health,
+// GET /metrics and GET /openapi.yaml.
+//
+// Sessions are the Runner's business (session.Store.Wrap): the server
+// maps the store's refusals to statuses (429 for too many sessions, 507
+// for a workspace or the sessions' disk over its cap, 404 for a session
+// deleted while a call waited, 400 for a bad or unusable session_id), and
+// Options.Sessions ends them.
 //
 // Executions of every endpoint share the running slots (by default one per
 // core) and a bounded queue (by default max(10, 4 × cores) waiting
-// requests); a request that finds both full is refused with 503 and
+// requests), the MCP tool execute_code included; a request that finds both full is refused with 503 and
 // Retry-After before any work is done, and a request once queued is never
 // dropped. An /execute request runs to its end even when its client
 // leaves, since its result is owed to the control plane; /v1/run and
@@ -16,7 +23,7 @@
 // handler is answered 500 with that body; its stack goes to the log only.
 //
 // With an API token (CODERUNNER_API_TOKEN) every endpoint but /health,
-// /metrics and /openapi.yaml requires "Authorization: Bearer <token>",
+// /metrics and /openapi.yaml, /mcp included, requires "Authorization: Bearer <token>",
 // compared in constant time. Those three stay open so that probes and
 // scrapers need no secret; they reveal no code, input or output.
 //
