@@ -39,7 +39,8 @@ type box struct {
 	// runs counts the programs run in the container.
 	runs      int
 	idleSince time.Time
-	// files are put into a private workspace before each run.
+	// files are the private workspace's files, kept as an archive in
+	// filesDir and unpacked before each run.
 	files []sandbox.File
 	// cg reads the container's cgroup on this machine; nil on a remote
 	// engine, where the engine's stats are used.
@@ -55,6 +56,47 @@ type resources struct {
 
 // cpuPeriod is the CFS period in microseconds (spec 000's cpu_period).
 const cpuPeriod = 100000
+
+// filesDir holds the archive of a private workspace's files inside the
+// container, owned by the keeper.
+const filesDir = "/.coderunner-files"
+
+// prelude runs before the program, in the process that then becomes the
+// program (exec), as the program's user. It kills whatever of the user is
+// left (the backend already did, from the host, when it can), empties the
+// scratch directories after an earlier run ($1 = wipe), removes the user's
+// SysV IPC objects and unpacks the workspace's files ($2 = files). Any
+// failure exits with preludeStatus and a line starting with preludeTag,
+// and the run is retried in a new container.
+const prelude = `i=0
+while :; do
+	kill -9 -1 2>/dev/null
+	left=
+	for p in /proc/[0-9]*; do
+		[ "$p" = "/proc/$$" ] && continue
+		[ -O "$p" ] && left=$p && break
+	done
+	[ -z "$left" ] && break
+	i=$((i+1)); [ "$i" -lt 10000 ] || { echo "coderunner-prelude: $left survives" >&2; exit 120; }
+done
+if [ "$1" = wipe ]; then
+	rm -rf /workspace/* /workspace/.[!.]* /workspace/..?* /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* </dev/null 2>/dev/null
+	for f in /workspace/* /workspace/.[!.]* /workspace/..?* /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?*; do
+		if [ -e "$f" ] || [ -L "$f" ]; then echo "coderunner-prelude: $f survives" >&2; exit 120; fi
+	done
+	if command -v ipcrm >/dev/null 2>&1; then ipcrm -a </dev/null >/dev/null 2>&1; fi
+fi
+if [ "$2" = files ]; then
+	(umask 0 && tar -x -f /.coderunner-files/files.tar -C /workspace </dev/null) || { echo "coderunner-prelude: files not unpacked" >&2; exit 120; }
+fi
+shift 2
+exec "$@"`
+
+// preludeStatus and preludeTag mark a failed prelude.
+const (
+	preludeStatus = 120
+	preludeTag    = "coderunner-prelude: "
+)
 
 // maxInodes caps the files of each tmpfs, as on the native backend.
 const maxInodes = 16384
@@ -127,6 +169,16 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		tmpfs[sandbox.WorkspaceDir] = fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d",
 			lim.WorkspaceSize, maxInodes, b.uid, b.gid)
 	}
+	var archive []byte
+	if len(bx.files) > 0 {
+		var err error
+		if archive, err = tarFiles(bx.files); err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		// The keeper's: the program reads the archive, never changes it.
+		tmpfs[filesDir] = fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d,nr_inodes=16,mode=0755,uid=%s,gid=%s",
+			len(archive)+64<<10, strings.Split(b.keeper, ":")[0], strings.Split(b.keeper, ":")[1])
+	}
 	for _, m := range s.Mounts {
 		t := m.TargetPath()
 		if b.images.provides(t) {
@@ -188,60 +240,17 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 			b.log.Debug("container cgroup not readable here; using the engine's stats", "container", bx.id, "error", err)
 		}
 	}
-	if len(bx.files) > 0 {
-		if err := b.clean(ctx, bx); err != nil {
+	if archive != nil {
+		var out bytes.Buffer
+		code, err := b.execWait(ctx, bx, b.keeper, []string{"/bin/sh", "-c", "umask 222 && exec cat >" + filesDir + "/files.tar"}, bytes.NewReader(archive), &out)
+		if err != nil {
 			return nil, err
+		}
+		if code != 0 {
+			return nil, fmt.Errorf("%w: unable to put the files into the container (status %d): %.500s", sandbox.ErrSetup, code, out.String())
 		}
 	}
 	return bx, nil
-}
-
-// cleanScript readies a container for the next run of its program. It runs
-// as the program's user: kill(-1) reaches every process of that user and
-// none of the keeper's; what cannot be emptied fails the cleanup, and the
-// container is then removed instead of reused.
-const cleanScript = `i=0
-while :; do
-	kill -9 -1 2>/dev/null
-	left=
-	for p in /proc/[0-9]*; do
-		[ "$p" = "/proc/$$" ] && continue
-		[ -O "$p" ] && left=$p && break
-	done
-	[ -z "$left" ] && break
-	i=$((i+1)); [ "$i" -lt 10000 ] || { echo "$left survives"; exit 3; }
-done
-for d in /workspace /tmp /dev/shm; do
-	rm -rf "$d"/* "$d"/.[!.]* "$d"/..?* 2>/dev/null
-	[ -z "$(ls -A "$d")" ] || exit 4
-done
-if command -v ipcrm >/dev/null 2>&1; then ipcrm -a 2>/dev/null; fi
-umask 0
-[ "$1" = files ] || exit 0
-exec tar -x -f - -C /workspace`
-
-// clean runs cleanScript in bx and, for a private workspace, puts the
-// program's files back.
-func (b *Backend) clean(ctx context.Context, bx *box) error {
-	arg := "none"
-	var stdin io.Reader
-	if len(bx.files) > 0 {
-		arg = "files"
-		archive, err := tarFiles(bx.files)
-		if err != nil {
-			return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-		}
-		stdin = bytes.NewReader(archive)
-	}
-	var out bytes.Buffer
-	code, err := b.execWait(ctx, bx, []string{"/bin/sh", "-c", cleanScript, "clean", arg}, stdin, &out)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return fmt.Errorf("%w: unable to prepare the container (status %d): %.500s", sandbox.ErrSetup, code, out.String())
-	}
-	return nil
 }
 
 // tarFiles is the archive of a private workspace's files.
@@ -277,11 +286,11 @@ func tarFiles(files []sandbox.File) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// execWait runs argv as the program's user in bx, feeding stdin, and
-// returns its exit code once its output ended.
-func (b *Backend) execWait(ctx context.Context, bx *box, argv []string, stdin io.Reader, out io.Writer) (int, error) {
+// execWait runs argv as user in bx, feeding stdin, and returns its exit
+// code once its output ended.
+func (b *Backend) execWait(ctx context.Context, bx *box, user string, argv []string, stdin io.Reader, out io.Writer) (int, error) {
 	id, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
-		User: b.user, Cmd: argv, WorkingDir: "/",
+		User: user, Cmd: argv, WorkingDir: "/",
 		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
@@ -343,8 +352,10 @@ func (b *Backend) markBusy(bx *box) {
 	b.mu.Unlock()
 }
 
-// release cleans bx for the next run of its program in the background and
-// keeps it idle, or removes it when it cannot be reused.
+// release keeps bx idle for the next run of its program, or removes it
+// when it cannot be reused. What the program left running is killed now,
+// from this machine; the next run's prelude empties the workspace, /tmp
+// and /dev/shm and unpacks the files again before the program starts.
 func (b *Backend) release(bx *box, reusable bool) {
 	b.mu.Lock()
 	delete(b.busy, bx.id)
@@ -354,34 +365,30 @@ func (b *Backend) release(bx *box, reusable bool) {
 		b.discard(bx)
 		return
 	}
-	b.removing.Add(1)
-	go func() {
-		defer b.removing.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := b.clean(ctx, bx); err != nil {
+	if bx.cg != nil {
+		if err := bx.cg.killLeftovers(b.uid); err != nil {
 			b.log.Debug("container not reusable", "container", bx.id, "error", err)
 			b.discard(bx)
 			return
 		}
-		bx.idleSince = time.Now()
-		var evict *box
-		b.mu.Lock()
-		if b.closing {
-			b.mu.Unlock()
-			b.discard(bx)
-			return
-		}
-		if b.nIdle >= b.maxIdle {
-			evict = b.oldestIdle()
-		}
-		b.idle[bx.key] = append(b.idle[bx.key], bx)
-		b.nIdle++
+	}
+	bx.idleSince = time.Now()
+	var evict *box
+	b.mu.Lock()
+	if b.closing {
 		b.mu.Unlock()
-		if evict != nil {
-			b.discard(evict)
-		}
-	}()
+		b.discard(bx)
+		return
+	}
+	if b.nIdle >= b.maxIdle {
+		evict = b.oldestIdle()
+	}
+	b.idle[bx.key] = append(b.idle[bx.key], bx)
+	b.nIdle++
+	b.mu.Unlock()
+	if evict != nil {
+		b.discard(evict)
+	}
 }
 
 // oldestIdle removes the longest idle container from the pool; b.mu is

@@ -3,12 +3,15 @@ package docker
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostCgroup reads a container's cgroup counters on this machine: CPU time,
@@ -26,6 +29,12 @@ type hostCgroup struct {
 	// peak is v2's memory.peak, held open: a write resets the peak seen
 	// through this descriptor (Linux 6.12).
 	peak *os.File
+	// path is the group's path as /proc/PID/cgroup shows it in the
+	// memory hierarchy (v1) or the unified one (v2), to tell whether a
+	// process still belongs to the container.
+	path string
+	// controller is "memory" on v1, "" on v2.
+	controller string
 }
 
 // cgroupUsage is one reading of a container's counters.
@@ -106,14 +115,14 @@ func locateCgroup(membership, mountinfo string) (*hostCgroup, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &hostCgroup{mem: mem, cpu: cpu}, nil
+			return &hostCgroup{mem: mem, cpu: cpu, path: paths["memory"], controller: "memory"}, nil
 		}
 	}
 	d, err := dir("")
 	if err != nil {
 		return nil, err
 	}
-	return &hostCgroup{v2: true, mem: d, cpu: d}, nil
+	return &hostCgroup{v2: true, mem: d, cpu: d, path: paths[""]}, nil
 }
 
 // within returns p relative to root when p lies inside it.
@@ -260,4 +269,87 @@ func keyed(data []byte, key string) (int64, error) {
 		}
 	}
 	return 0, sc.Err()
+}
+
+// errSurvivors means processes of the program's user were still alive
+// after killLeftovers gave up.
+var errSurvivors = errors.New("processes of the program survive in the container")
+
+// killTimeout bounds killLeftovers; the kernel needs microseconds.
+const killTimeout = 2 * time.Second
+
+// killLeftovers kills, from this machine, every process of uid in the
+// container's cgroup: what a program left running after it exited. Each
+// process is opened as a pidfd, then checked to be uid's and the
+// container's, then signalled through the pidfd, so that a pid reused by
+// another process in the meantime is never signalled. docker-init and the
+// keeper run as other users and stay.
+func (c *hostCgroup) killLeftovers(uid int) error {
+	deadline := time.Now().Add(killTimeout)
+	for {
+		data, err := os.ReadFile(filepath.Join(c.mem, "cgroup.procs"))
+		if err != nil {
+			return err
+		}
+		alive := 0
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil || pid <= 1 {
+				continue
+			}
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue // gone
+			}
+			if c.owns(pid, uid) {
+				alive++
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			}
+			_ = unix.Close(fd)
+		}
+		if alive == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %d still there after %v", errSurvivors, alive, killTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// owns reports whether pid is a live (not zombie) process of uid in the
+// container's cgroup.
+func (c *hostCgroup) owns(pid, uid int) bool {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	realUID, zombie := -1, false
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		switch {
+		case k == "State" && len(f) > 0:
+			zombie = f[0] == "Z" || f[0] == "X"
+		case k == "Uid" && len(f) > 0:
+			realUID, _ = strconv.Atoi(f[0])
+		}
+	}
+	if zombie || realUID != uid {
+		return false
+	}
+	membership, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(membership), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if (c.controller == "" && parts[1] == "") || (c.controller != "" && hasOption(parts[1], c.controller)) {
+			return parts[2] == c.path
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,15 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		b.markBusy(bx)
 	}
 	res, reusable, err := b.runIn(ctx, bx, &s)
+	if errors.Is(err, errPrelude) && bx.runs > 1 {
+		// The container could not be readied again: a new one.
+		b.release(bx, false)
+		if bx, err = b.create(ctx, &s, image, key); err != nil {
+			return nil, err
+		}
+		b.markBusy(bx)
+		res, reusable, err = b.runIn(ctx, bx, &s)
+	}
 	// A host workspace is the caller's: nothing may still run in it when
 	// the caller gets it back, so its container goes at once.
 	b.release(bx, reusable && err == nil && s.Workspace == "")
@@ -130,9 +140,17 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	if dir == "" {
 		dir = sandbox.WorkspaceDir
 	}
+	wipe, files := "fresh", "none"
+	if bx.runs > 0 {
+		wipe = "wipe"
+	}
+	if len(bx.files) > 0 {
+		files = "files"
+	}
 	// env -i: the engine adds HOSTNAME and the image's variables to every
 	// exec; the program gets exactly the spec's environment.
-	argv := append(append([]string{"/usr/bin/env", "-i"}, s.Env...), s.Args...)
+	argv := append([]string{"/bin/sh", "-c", prelude, "prelude", wipe, files, "/usr/bin/env", "-i"}, s.Env...)
+	argv = append(argv, s.Args...)
 	ex, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
 		User: b.user, Cmd: argv, WorkingDir: dir,
 		AttachStdin: s.Stdin != nil, AttachStdout: true, AttachStderr: true,
@@ -290,6 +308,10 @@ wait:
 		res.ExitCode, res.Signal = -1, syscall.SIGKILL
 	default:
 		res.ExitCode, res.Signal = watch.DecodeExit(exitCode)
+		if exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
+			bx.runs++
+			return nil, false, fmt.Errorf("%w: %s", errPrelude, strings.TrimSpace(string(res.Stderr)))
+		}
 		if exitCode == 126 || exitCode == 127 {
 			if msg := string(res.Stderr); strings.HasPrefix(msg, "/usr/bin/env: ") || strings.Contains(msg, "exec failed") {
 				return nil, false, fmt.Errorf("%w: image %s cannot run %s: %s", sandbox.ErrSetup, bx.image, s.Args[0], strings.TrimSpace(msg))
@@ -299,6 +321,9 @@ wait:
 	watch.Decide(res, reason, lim.CPUTime)
 	return res, !killed, nil
 }
+
+// errPrelude means the container could not be readied for the run.
+var errPrelude = fmt.Errorf("%w: container not ready", sandbox.ErrSetup)
 
 // oomSince reports whether the engine saw the kernel OOM-kill a process of
 // the container since t. The engine handles a container's events in

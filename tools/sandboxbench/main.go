@@ -4,6 +4,10 @@
 //
 // Usage: sandboxbench [-n 300] [-warm 2] [-c 1,2]
 //
+//	sandboxbench -backends native,bwrap,docker,docker-per-run [-n 100] [-judges 20]
+//
+// compares the backends side by side instead (backends.go).
+//
 // It needs what the native backend needs (root, or user namespaces) and gcc
 // for the C hello-world. Every loop is bounded by -n.
 package main
@@ -45,6 +49,10 @@ func main() {
 		fail("-gap must be between 0 and 1s")
 	}
 	pause = *gap
+	if *backendsFlag != "" {
+		compareBackends(parseBackends(*backendsFlag), *n, *judgesFlag)
+		return
+	}
 	var levels []int
 	for _, f := range strings.Split(*conc, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
