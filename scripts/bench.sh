@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Latency (p50/p95/p99) and runs/s of sandboxed runs next to a bare fork/exec
 # of the same programs, measured in the same process at the same time, at
-# concurrency 1 and 2; then the go test benchmarks. Needs root and gcc.
+# concurrency 1 and 2; then the three backends side by side (native, bwrap,
+# docker reusing a container per program, docker with a container per run:
+# a trivial run, a Python hello-world, a 10-test Python judge; p50/p95 and
+# the ratio to native); then the go test benchmarks. Needs root and gcc; the
+# comparison also needs bwrap, dockerd and the local image (make images).
 # Usage: scripts/bench.sh [runs per row, default 300]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,4 +13,8 @@ GO="$(command -v go || echo /usr/local/go/bin/go)"
 n="${1:-300}"
 "$GO" build -o bin/sandboxbench ./tools/sandboxbench
 bin/sandboxbench -n "$n" -c 1,2
+echo
+scripts/start-dockerd.sh
+scripts/build-images.sh core
+bin/sandboxbench -backends native,bwrap,docker,docker-per-run -n "$((n / 3 > 10 ? n / 3 : 10))" -judges 20
 "$GO" test -run '^$' -bench . -benchtime "${n}x" ./sandbox/native
