@@ -101,7 +101,7 @@ type usage struct {
 func (b *Backend) read(ctx context.Context, bx *box) (usage, error) {
 	if bx.cg != nil {
 		u, err := bx.cg.read()
-		return usage{cpu: u.cpu, memory: u.memory, peak: u.peak, oomKills: u.oomKills}, err
+		return usage(u), err
 	}
 	rd, err := b.cli.ContainerStatsOneShot(ctx, bx.id)
 	if err != nil {

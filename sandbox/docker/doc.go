@@ -1,0 +1,63 @@
+// Package docker is the Docker Engine sandbox backend of the CodeRunner and
+// Code Execution Sandbox specifications, on the engine's API through the
+// official Go client.
+//
+// # Containers
+//
+// Every container has spec 000's SECURITY_CONFIG: no network, a read-only
+// root, no-new-privileges, every capability dropped, a pids limit, memory
+// equal to memory+swap (no swap), a CFS period and quota, and a non-root
+// user (Options.User). On top of it: a seccomp profile generated from the
+// native backend's policy (NewProfile; the native ABI only, so 32-bit and
+// x32 system calls kill the process, where Docker's default profile allows
+// them), tmpfs with size and inode caps for /workspace, /tmp and /dev/shm,
+// /sys hidden, rlimits (core, fsize, nofile, stack), docker-init as PID 1,
+// and no logging. A host workspace (a compile step, a session) is bound
+// read-write at /workspace; other mounts of the spec that are not system or
+// toolchain paths (a compiled program) are bound read-only; the image
+// provides everything else.
+//
+// # Images
+//
+// A spec does not name its language; the backend recognises it by its
+// program (a toolchain path such as /usr/bin/python3.11 or /opt/jdk/bin/java)
+// or, for a compiled program, by the language environment it carries, and
+// runs it in that language's image from the language table: spec 000's
+// DEFAULT_IMAGES by default, languages.<id>.image in the configuration.
+// Images are pulled according to the pull policy (always, if_not_present,
+// never); a missing image is an ErrSetup error naming it. The images that
+// scripts/build-images.sh makes from Debian packages hold each toolchain at
+// its Debian path and at the table's neutral paths (/opt/jdk, /opt/go,
+// /opt/rust), so that the recipes' commands run unchanged.
+//
+// # One container per program
+//
+// Creating and starting a container costs 200 to 300 ms, ten times a run
+// of the native backend. The judge runs the same program for every test of
+// a request, so the backend keeps a container per program (the same image,
+// argv, environment, files, mounts and fixed limits: specKey) and runs each
+// of its runs as a fresh process (docker exec) with its own limits,
+// updated on the container when they differ. Every run is isolated from
+// the ones before it: what a run left running is killed from the host as
+// soon as it ends, when the engine runs on this machine (pidfds, checked to
+// be the program's user in the container's cgroup), and the next run's prelude, in the process that then
+// becomes the program, kills anything left again, empties /workspace, /tmp
+// and /dev/shm, removes SysV IPC objects and unpacks the files from an
+// archive only the keeper (the container's idle process, another user)
+// can change. Programs never share a container; a run stopped by a limit
+// or by the caller, or one with a host workspace, has its container
+// removed. Idle containers go after Options.IdleTimeout. Options.PerRun
+// gives every run a container of its own instead, as the specification
+// sketches; tools/sandboxbench measures both.
+//
+// # Measurements
+//
+// CPU time, memory and peak memory, and OOM kills come from the kernel's
+// counters of the container's cgroup, which the engine locates (the pid of
+// its init): the engine's stats endpoint answers in about a second per call,
+// too slow for a CPU-time limit watched at the native backend's pace. The
+// peak is reset before each run (memory.max_usage_in_bytes on v1,
+// memory.peak through a held descriptor on v2). On an engine of another
+// machine the engine's stats and events are used, and the container state's
+// OOMKilled flag always counts.
+package docker
