@@ -88,6 +88,9 @@ func New(opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.path = p
+	if out, err := exec.Command(p, "--version").Output(); err == nil {
+		b.version = strings.TrimSpace(string(out))
+	}
 	prog, err := seccomp.Program()
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to build seccomp filter: %w", sandbox.ErrUnavailable, err)
@@ -168,12 +171,6 @@ func (b *Backend) Name() string { return "bwrap" }
 // Probe runs a trivial program and reports what the backend uses here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
-	if b.version == "" {
-		out, err := exec.CommandContext(ctx, b.path, "--version").Output()
-		if err == nil {
-			b.version = strings.TrimSpace(string(out))
-		}
-	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "bwrap", OK: true, Detail: strings.TrimSpace(b.path + " " + b.version)})
 	uid := fmt.Sprintf("root: bwrap runs as host uid %d, user code as uid %d in its user namespace", b.hostUID, sandboxUID)
 	if !b.privileged {
