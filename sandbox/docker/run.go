@@ -249,8 +249,8 @@ wait:
 		}
 	}
 	end := time.Now()
-	after, statsErr := b.read(context.WithoutCancel(ctx), bx)
 	mon.Stop()
+	after, statsErr := b.read(context.WithoutCancel(ctx), bx)
 	// Anything still running of the program (a limit stopped it, or it
 	// left a child holding its output) dies with the container.
 	killed := reason != watch.ReasonNone || !exited || streamsDone != nil

@@ -129,6 +129,10 @@ func (m *Monitor) PeakSeen() int64 {
 func (m *Monitor) Finish(end time.Time, cpu time.Duration, peak int64) []sandbox.Sample {
 	m.Stop()
 	final := sandbox.Sample{At: end.Sub(m.start), CPUTime: cpu, Memory: m.last.Memory}
+	if n := len(m.samples); n > 0 && m.samples[n-1].At > final.At {
+		// A reading landed between the end and the monitor's stop.
+		final.At = m.samples[n-1].At
+	}
 	if len(m.samples) == 0 {
 		// Too short to be sampled while running: its peak is the best
 		// account of its memory.

@@ -106,6 +106,9 @@ func TestMonitorCPULimit(t *testing.T) {
 	if len(samples) < 2 || last.CPUTime != cpu {
 		t.Fatalf("samples %+v: want the readings and a final one with the run's CPU time", samples)
 	}
+	if samples[len(samples)-2].At > last.At {
+		t.Fatalf("the final sample comes before the last reading: %+v", samples)
+	}
 	if m.PeakSeen() < int64(100*time.Millisecond) {
 		t.Fatalf("peak seen %d", m.PeakSeen())
 	}
