@@ -5,11 +5,6 @@ set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
-command -v python3 >/dev/null || [ -x /usr/bin/python3 ] || need+=(python3)
-# The bwrap and docker backends, and the local images of the docker backend.
-command -v bwrap >/dev/null || need+=(bubblewrap)
-command -v dockerd >/dev/null || need+=(docker.io)
-command -v debootstrap >/dev/null || need+=(debootstrap)
 [ -x /usr/bin/python3 ] || need+=(python3)
 # The bwrap and docker backends, and the local images of the docker backend.
 command -v bwrap >/dev/null || need+=(bubblewrap)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/watch"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
 
@@ -132,10 +133,10 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		}
 		_ = sp.proc.Kill()
 	}
-	stdout := newCapture(lim.OutputBytes, s.Stdout, overOutput)
-	stderr := newCapture(lim.OutputBytes, s.Stderr, overOutput)
-	go stdout.drain(sp.stdout)
-	go stderr.drain(sp.stderr)
+	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, overOutput)
+	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, overOutput)
+	go stdout.Drain(sp.stdout)
+	go stderr.Drain(sp.stderr)
 	status := make(chan []byte, 1)
 	go func() {
 		line, _ := readLine(sp.status, 4096)
@@ -154,9 +155,16 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		_ = sp.stdin.Close()
 	}
 
-	mon := newMonitor(sp.group, lim, s.SampleInterval, start)
-	go mon.watch(func() { stop(killCPU) })
-	defer mon.stop()
+	var source watch.Source
+	if g := sp.group; g != nil {
+		source = func() (watch.Usage, error) {
+			st, err := g.Stats()
+			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
+		}
+	}
+	mon := watch.NewMonitor(source, lim, s.SampleInterval, 0, start)
+	go mon.Watch(func() { stop(killCPU) })
+	defer mon.Stop()
 
 	wall := time.NewTimer(lim.WallTime)
 	defer wall.Stop()
@@ -182,7 +190,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if reason != killNone && sp.group != nil {
 		_ = sp.group.Kill()
 	}
-	mon.stop()
+	mon.Stop()
 	if reason == killCancel {
 		return nil, ctx.Err()
 	}
@@ -195,18 +203,17 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		case <-drained.Done():
 		}
 	}
-	for _, c := range []*capture{stdout, stderr} {
+	for _, c := range []*watch.Capture{stdout, stderr} {
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-drained.Done():
 			r.b.log.Warn("output still open after the sandbox ended", "run", r.id)
 		}
 	}
 
 	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append(r.warnings, r.b.warnings...)}
-	res.Stdout, res.StdoutTruncated = stdout.result()
-	res.Stderr, res.StderrTruncated = stderr.result()
-	res.Samples = mon.finish(end)
+	res.Stdout, res.StdoutTruncated = stdout.Result()
+	res.Stderr, res.StderrTruncated = stderr.Result()
 	var state *os.ProcessState
 	if sp.group != nil {
 		st, err := sp.group.Stats()
@@ -225,15 +232,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 			res.PeakMemory = ru.Maxrss * 1024
 		}
 	}
-	if n := len(res.Samples); n > 0 {
-		last := &res.Samples[n-1]
-		last.CPUTime = res.CPUTime
-		if n == 1 {
-			// Too short to be sampled while running: its peak is the
-			// best account of its memory.
-			last.Memory = res.PeakMemory
-		}
-	}
+	res.Samples = mon.Finish(end, res.CPUTime, res.PeakMemory)
 	if reason == killNone && res.Truncated() {
 		// The program ended before the kill for its output landed.
 		reason = killOutput

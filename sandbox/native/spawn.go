@@ -322,7 +322,7 @@ func mountRoot(path string) bool {
 	if err := unix.Stat(filepath.Dir(path), &parent); err != nil {
 		return true
 	}
-	return uint64(parent.Dev) != uint64(unix.Mkdev(stx.Dev_major, stx.Dev_minor))
+	return parent.Dev != unix.Mkdev(stx.Dev_major, stx.Dev_minor)
 }
 
 // reaches reports whether the init can open every source: it opened it in

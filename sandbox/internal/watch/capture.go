@@ -32,19 +32,22 @@ func NewCapture(limit int64, tee io.Writer, over func()) *Capture {
 	return &Capture{limit: limit, tee: tee, over: over, done: make(chan struct{})}
 }
 
-// Drain reads r until EOF, an error or the cap, then marks the capture
-// done. It closes r when r is an io.Closer.
+// Drain reads r until EOF or an error, then marks the capture done. Past
+// the cap it goes on reading and drops what it reads, so that the program
+// never finds its output closed (and goes on to something else) before
+// over has stopped it. It closes r when r is an io.Closer.
 func (c *Capture) Drain(r io.Reader) {
 	defer c.Close()
 	if rc, ok := r.(io.Closer); ok {
 		defer rc.Close()
 	}
 	chunk := make([]byte, 64<<10)
+	open := true
 	for {
 		n, err := r.Read(chunk)
-		if n > 0 {
+		if n > 0 && open {
 			if _, werr := c.Write(chunk[:n]); werr != nil {
-				return
+				open = false
 			}
 		}
 		if err != nil {
@@ -86,7 +89,7 @@ func (c *Capture) Close() error {
 	return nil
 }
 
-// Done is closed when the stream ended or passed its cap.
+// Done is closed when the stream ended.
 func (c *Capture) Done() <-chan struct{} { return c.done }
 
 // Result returns what was kept and whether the stream was cut.
