@@ -58,7 +58,6 @@ type run struct {
 	spec *sandbox.Spec
 	id   uint64
 
-	files   []*os.File // closed by close
 	sandbox *started
 	setup   setup
 	// sources are the toolchain paths the second phase binds; workspace
@@ -70,11 +69,6 @@ type run struct {
 	// program is gone and its result known, and nothing the caller holds
 	// is reachable from the sandbox any more.
 	detach bool
-}
-
-func (r *run) keep(f *os.File) *os.File {
-	r.files = append(r.files, f)
-	return f
 }
 
 // close kills whatever is left of the sandbox, removes its cgroup and
@@ -89,9 +83,6 @@ func (r *run) close() {
 					r.b.log.Warn("unable to remove run cgroup", "run", r.id, "error", err)
 				}
 			}
-		}
-		for _, f := range r.files {
-			_ = f.Close()
 		}
 	}
 	if !r.detach {
@@ -150,7 +141,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	_ = sp.config.Close()
 	start := time.Now()
 	if s.Stdin != nil {
-		go feed(sp.stdin, s.Stdin)
+		go watch.Feed(sp.stdin, s.Stdin)
 	} else {
 		_ = sp.stdin.Close()
 	}
@@ -296,24 +287,6 @@ func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, r
 		res.Status = sandbox.StatusOK
 	}
 	return nil
-}
-
-// feed copies the program's input and closes the pipe. A program that exits
-// without reading all of it ends the copy with EPIPE.
-func feed(w *os.File, src interface{ Read([]byte) (int, error) }) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = w.Close()
 }
 
 // readLine reads the init's one-line report: it returns as soon as the

@@ -1,47 +1,25 @@
 package native
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/hostws"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
 
-// beneath resolves a path inside a directory that sandboxed code can write
-// to: no symlink, no magic link, no way out. The host never follows a path
-// the sandbox controls (the Judge0 escapes, CVE-2024-28185 and
-// CVE-2024-28189, were the host following one).
-const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
-
 // hostWorkspace binds the caller's workspace directory read-write and puts
 // the spec's files in it. The directory may hold files from earlier runs of
-// a session, so every path in it is treated as hostile.
+// a session, so every path in it is treated as hostile: hostws writes
+// beneath it with openat2 and never follows a link (the Judge0 escapes,
+// CVE-2024-28185 and CVE-2024-28189, were the host following one).
 func (r *run) hostWorkspace() error {
 	s, b := r.spec, r.b
-	fd, err := unix.Open(s.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("%w: unable to open workspace %s: %w", sandbox.ErrSetup, s.Workspace, err)
+	if err := hostws.Prepare(s.Workspace, s.Files, b.hostUserID(), b.privileged); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	dir := r.keep(os.NewFile(uintptr(fd), s.Workspace))
-	uid := b.hostUserID()
-	if b.privileged {
-		if err := unix.Fchown(fd, uid, uid); err != nil {
-			return fmt.Errorf("%w: unable to hand the workspace to the sandbox user: %w", sandbox.ErrSetup, err)
-		}
-	}
-	for _, f := range s.Files {
-		if err := writeBeneath(fd, f, uid, b.privileged); err != nil {
-			return fmt.Errorf("%w: unable to write %s into the workspace: %w", sandbox.ErrSetup, f.Path, err)
-		}
-	}
-	_ = dir
 	src, err := filepath.EvalSymlinks(s.Workspace)
 	if err != nil {
 		return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
@@ -59,83 +37,4 @@ func (b *Backend) hostUserID() int {
 		return b.hostBase + sandboxUID
 	}
 	return os.Getuid()
-}
-
-// writeBeneath creates f under the directory dirfd. Whatever stood at its
-// name is unlinked first, so that a link planted by an earlier run (to a
-// file elsewhere) is replaced, never written through.
-func writeBeneath(dirfd int, f sandbox.File, uid int, chown bool) error {
-	parent := dirfd
-	if dir := path.Dir(f.Path); dir != "." {
-		var err error
-		parent, err = mkdirBeneath(dirfd, dir, uid, chown)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(parent)
-	}
-	name := path.Base(f.Path)
-	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		if !errors.Is(err, unix.EISDIR) {
-			return err
-		}
-		return fmt.Errorf("a directory stands at %s", f.Path)
-	}
-	mode := uint32(f.Mode.Perm())
-	if mode == 0 {
-		mode = 0o644
-	}
-	fd, err := unix.Openat2(parent, name, &unix.OpenHow{
-		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Mode:    uint64(mode),
-		Resolve: beneath,
-	})
-	if err != nil {
-		return err
-	}
-	file := os.NewFile(uintptr(fd), f.Path)
-	defer file.Close()
-	if _, err := file.Write(f.Content); err != nil {
-		return err
-	}
-	if chown {
-		if err := file.Chown(uid, uid); err != nil {
-			return err
-		}
-	}
-	return file.Chmod(os.FileMode(mode))
-}
-
-// mkdirBeneath creates every directory of rel under dirfd and returns a
-// descriptor of the last one.
-func mkdirBeneath(dirfd int, rel string, uid int, chown bool) (int, error) {
-	cur := dirfd
-	for _, part := range strings.Split(rel, "/") {
-		err := unix.Mkdirat(cur, part, 0o755)
-		created := err == nil
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			if cur != dirfd {
-				_ = unix.Close(cur)
-			}
-			return -1, err
-		}
-		next, err := unix.Openat2(cur, part, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: beneath,
-		})
-		if cur != dirfd {
-			_ = unix.Close(cur)
-		}
-		if err != nil {
-			return -1, err
-		}
-		if created && chown {
-			if err := unix.Fchown(next, uid, uid); err != nil {
-				_ = unix.Close(next)
-				return -1, err
-			}
-		}
-		cur = next
-	}
-	return cur, nil
 }
