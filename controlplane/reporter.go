@@ -221,14 +221,16 @@ func (r *Reporter) Result(executionID string, result any) error {
 // enqueue records body for id, stores it when store is set, and starts a
 // delivery unless one is running.
 func (r *Reporter) enqueue(id string, body []byte, store bool) {
+	// The file is written under the lock, so that a delivery finishing
+	// now cannot remove it after it was replaced by this newer result.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if store {
 		if err := r.store(id, body); err != nil {
 			// The delivery still goes on from memory.
 			r.log.Error("unable to store a result for retry", "event", "spool_error", "execution_id", id, "error", err)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
@@ -282,12 +284,14 @@ func (r *Reporter) deliver(id string) {
 				attempt = -1
 				continue
 			}
-			delete(r.pending, id)
-			r.idle.Broadcast()
-			r.mu.Unlock()
+			// The stored copy goes before the result stops being
+			// pending, so that Flush returning means both.
 			if err := os.Remove(filepath.Join(r.dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.log.Error("unable to remove a delivered result", "event", "spool_error", "execution_id", id, "error", err)
 			}
+			delete(r.pending, id)
+			r.idle.Broadcast()
+			r.mu.Unlock()
 			r.log.Info("result delivered", "event", "result_delivered", "execution_id", id, "attempts", attempt+1)
 			return
 		}
