@@ -127,7 +127,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	e.sandboxLimits = sandbox.Limits{FileSize: sl.FileSize, OpenFiles: sl.OpenFiles,
 		WorkspaceSize: sl.WorkspaceSize, TmpSize: sl.TmpSize}
 	cl.WorkspaceSize = sl.WorkspaceSize
-	e.compileLimits = overlay(cl, opts.CompileLimits).WithDefaults()
+	e.compileLimits = cl.Overlay(opts.CompileLimits).WithDefaults()
 	return e
 }
 
@@ -250,7 +250,7 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 	}
 
 	vars.MemoryMB = limits.MemoryLimit
-	spec := e.spec(l, l.RunArgs(vars), ws, overlay(e.sandboxLimits, limits.sandboxLimits()).WithDefaults())
+	spec := e.spec(l, l.RunArgs(vars), ws, e.sandboxLimits.Overlay(limits.sandboxLimits()).WithDefaults())
 	spec.Files = files
 	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
 	if req.Stdin != "" {
@@ -414,37 +414,3 @@ func message(format string, a ...any) *string {
 // seconds formats a time limit without a needless fraction: "30", "1.5".
 func seconds(s float64) string { return fmt.Sprintf("%g", s) }
 
-// overlay returns base with the non-zero fields of o.
-func overlay(base, o sandbox.Limits) sandbox.Limits {
-	if o.WallTime != 0 {
-		base.WallTime = o.WallTime
-	}
-	if o.CPUTime != 0 {
-		base.CPUTime = o.CPUTime
-	}
-	if o.Memory != 0 {
-		base.Memory = o.Memory
-	}
-	if o.CPUs != 0 {
-		base.CPUs = o.CPUs
-	}
-	if o.Processes != 0 {
-		base.Processes = o.Processes
-	}
-	if o.OutputBytes != 0 {
-		base.OutputBytes = o.OutputBytes
-	}
-	if o.FileSize != 0 {
-		base.FileSize = o.FileSize
-	}
-	if o.OpenFiles != 0 {
-		base.OpenFiles = o.OpenFiles
-	}
-	if o.WorkspaceSize != 0 {
-		base.WorkspaceSize = o.WorkspaceSize
-	}
-	if o.TmpSize != 0 {
-		base.TmpSize = o.TmpSize
-	}
-	return base
-}

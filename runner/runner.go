@@ -87,7 +87,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) (*Runner, err
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	cl := overlay(DefaultCompileLimits, opts.CompileLimits)
+	cl := DefaultCompileLimits.Overlay(opts.CompileLimits)
 	if cl.CPUs == 0 {
 		cl.CPUs = float64(min(2, runtime.NumCPU()))
 	}
@@ -188,37 +188,3 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 	return p, nil
 }
 
-// overlay returns base with every non-zero field of o.
-func overlay(base, o sandbox.Limits) sandbox.Limits {
-	if o.WallTime != 0 {
-		base.WallTime = o.WallTime
-	}
-	if o.CPUTime != 0 {
-		base.CPUTime = o.CPUTime
-	}
-	if o.Memory != 0 {
-		base.Memory = o.Memory
-	}
-	if o.CPUs != 0 {
-		base.CPUs = o.CPUs
-	}
-	if o.Processes != 0 {
-		base.Processes = o.Processes
-	}
-	if o.OutputBytes != 0 {
-		base.OutputBytes = o.OutputBytes
-	}
-	if o.FileSize != 0 {
-		base.FileSize = o.FileSize
-	}
-	if o.OpenFiles != 0 {
-		base.OpenFiles = o.OpenFiles
-	}
-	if o.WorkspaceSize != 0 {
-		base.WorkspaceSize = o.WorkspaceSize
-	}
-	if o.TmpSize != 0 {
-		base.TmpSize = o.TmpSize
-	}
-	return base
-}

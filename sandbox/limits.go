@@ -55,37 +55,39 @@ var DefaultLimits = Limits{
 }
 
 // WithDefaults returns l with every zero field replaced by its default.
-func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits
-	if l.WallTime == 0 {
-		l.WallTime = d.WallTime
+func (l Limits) WithDefaults() Limits { return DefaultLimits.Overlay(l) }
+
+// Overlay returns l with every non-zero field of o put over it.
+func (l Limits) Overlay(o Limits) Limits {
+	if o.WallTime != 0 {
+		l.WallTime = o.WallTime
 	}
-	if l.CPUTime == 0 {
-		l.CPUTime = d.CPUTime
+	if o.CPUTime != 0 {
+		l.CPUTime = o.CPUTime
 	}
-	if l.Memory == 0 {
-		l.Memory = d.Memory
+	if o.Memory != 0 {
+		l.Memory = o.Memory
 	}
-	if l.CPUs == 0 {
-		l.CPUs = d.CPUs
+	if o.CPUs != 0 {
+		l.CPUs = o.CPUs
 	}
-	if l.Processes == 0 {
-		l.Processes = d.Processes
+	if o.Processes != 0 {
+		l.Processes = o.Processes
 	}
-	if l.OutputBytes == 0 {
-		l.OutputBytes = d.OutputBytes
+	if o.OutputBytes != 0 {
+		l.OutputBytes = o.OutputBytes
 	}
-	if l.FileSize == 0 {
-		l.FileSize = d.FileSize
+	if o.FileSize != 0 {
+		l.FileSize = o.FileSize
 	}
-	if l.OpenFiles == 0 {
-		l.OpenFiles = d.OpenFiles
+	if o.OpenFiles != 0 {
+		l.OpenFiles = o.OpenFiles
 	}
-	if l.WorkspaceSize == 0 {
-		l.WorkspaceSize = d.WorkspaceSize
+	if o.WorkspaceSize != 0 {
+		l.WorkspaceSize = o.WorkspaceSize
 	}
-	if l.TmpSize == 0 {
-		l.TmpSize = d.TmpSize
+	if o.TmpSize != 0 {
+		l.TmpSize = o.TmpSize
 	}
 	return l
 }

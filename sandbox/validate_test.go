@@ -67,3 +67,15 @@ func TestWithDefaults(t *testing.T) {
 		t.Fatalf("the defaults are invalid: %v", err)
 	}
 }
+
+func TestOverlay(t *testing.T) {
+	base := Limits{WallTime: 1, Memory: 2, Processes: 3}
+	got := base.Overlay(Limits{Memory: 20, TmpSize: 40})
+	want := Limits{WallTime: 1, Memory: 20, Processes: 3, TmpSize: 40}
+	if got != want {
+		t.Fatalf("Overlay = %+v, want %+v", got, want)
+	}
+	if base.Memory != 2 {
+		t.Fatal("Overlay changed its receiver")
+	}
+}
