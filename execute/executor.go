@@ -413,4 +413,3 @@ func message(format string, a ...any) *string {
 
 // seconds formats a time limit without a needless fraction: "30", "1.5".
 func seconds(s float64) string { return fmt.Sprintf("%g", s) }
-

@@ -187,4 +187,3 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 	p.entry = e
 	return p, nil
 }
-
