@@ -123,22 +123,7 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 	for _, o := range opts {
 		o(&a)
 	}
-	d := c.DefaultLimits()
-	if limits.TimeLimit == 0 {
-		limits.TimeLimit = d.TimeLimit
-	}
-	if limits.MemoryLimit == 0 {
-		limits.MemoryLimit = d.MemoryLimit
-	}
-	if limits.CPULimit == 0 {
-		limits.CPULimit = d.CPULimit
-	}
-	if limits.MaxOutputChars == 0 {
-		limits.MaxOutputChars = d.MaxOutputChars
-	}
-	if limits.Pids == 0 {
-		limits.Pids = d.Pids
-	}
+	limits = c.DefaultLimits().Overlay(limits)
 	if a.timeout != 0 {
 		limits.TimeLimit = a.timeout.Seconds()
 	}

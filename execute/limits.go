@@ -63,22 +63,24 @@ func DefaultLimits() ExecutionLimits {
 // WithDefaults returns l with every zero field replaced by its default, so
 // that a request may name only the limits it cares about. Negative values
 // are kept for Validate to refuse.
-func (l ExecutionLimits) WithDefaults() ExecutionLimits {
-	d := DefaultLimits()
-	if l.TimeLimit == 0 {
-		l.TimeLimit = d.TimeLimit
+func (l ExecutionLimits) WithDefaults() ExecutionLimits { return DefaultLimits().Overlay(l) }
+
+// Overlay returns l with every non-zero field of o put over it.
+func (l ExecutionLimits) Overlay(o ExecutionLimits) ExecutionLimits {
+	if o.TimeLimit != 0 {
+		l.TimeLimit = o.TimeLimit
 	}
-	if l.MemoryLimit == 0 {
-		l.MemoryLimit = d.MemoryLimit
+	if o.MemoryLimit != 0 {
+		l.MemoryLimit = o.MemoryLimit
 	}
-	if l.CPULimit == 0 {
-		l.CPULimit = d.CPULimit
+	if o.CPULimit != 0 {
+		l.CPULimit = o.CPULimit
 	}
-	if l.MaxOutputChars == 0 {
-		l.MaxOutputChars = d.MaxOutputChars
+	if o.MaxOutputChars != 0 {
+		l.MaxOutputChars = o.MaxOutputChars
 	}
-	if l.Pids == 0 {
-		l.Pids = d.Pids
+	if o.Pids != 0 {
+		l.Pids = o.Pids
 	}
 	return l
 }

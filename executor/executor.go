@@ -95,21 +95,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.workDir == "" {
 		e.workDir = os.TempDir()
 	}
-	l := opts.Limits
-	d := DefaultLimits
-	if l.Memory == 0 {
-		l.Memory = d.Memory
-	}
-	if l.CPUs == 0 {
-		l.CPUs = d.CPUs
-	}
-	if l.Processes == 0 {
-		l.Processes = d.Processes
-	}
-	if l.OutputBytes == 0 {
-		l.OutputBytes = d.OutputBytes
-	}
-	e.limits = l.WithDefaults()
+	e.limits = DefaultLimits.Overlay(opts.Limits).WithDefaults()
 	return e
 }
 
