@@ -142,3 +142,15 @@ func reserved(p string) bool {
 	}
 	return false
 }
+
+// Prepared returns a copy of spec with its limits' defaults filled in,
+// validated. Backends call it first in Run, so that they all refuse the
+// same specs with the same errors.
+func Prepared(spec *Spec) (*Spec, error) {
+	s := *spec
+	s.Limits = s.Limits.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}

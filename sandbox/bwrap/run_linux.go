@@ -37,15 +37,14 @@ const maxInodes = 16384
 
 // Run executes spec in a fresh bwrap sandbox. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	s := *spec
-	s.Limits = s.Limits.WithDefaults()
-	if err := s.Validate(); err != nil {
+	s, err := sandbox.Prepared(spec)
+	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &run{b: b, spec: &s, id: b.runID.Add(1)}
+	r := &run{b: b, spec: s, id: b.runID.Add(1)}
 	defer r.close()
 	return r.execute(ctx)
 }

@@ -37,9 +37,8 @@ const (
 
 // Run executes spec in a container. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	s := *spec
-	s.Limits = s.Limits.WithDefaults()
-	if err := s.Validate(); err != nil {
+	s, err := sandbox.Prepared(spec)
+	if err != nil {
 		return nil, err
 	}
 	if strings.Contains(s.Args[0], "=") {
@@ -49,21 +48,21 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	image := b.images.forSpec(&s)
+	image := b.images.forSpec(s)
 	if image == "" {
 		return nil, fmt.Errorf("%w: no image for %s: set languages.<id>.image or docker's default image", sandbox.ErrSetup, s.Args[0])
 	}
 	if err := b.ensureImage(ctx, image); err != nil {
 		return nil, err
 	}
-	key := specKey(&s, image)
+	key := specKey(s, image)
 	var bx *box
 	if !b.perRun && s.Workspace == "" {
 		bx = b.take(key)
 	}
 	if bx == nil {
 		var err error
-		if bx, err = b.create(ctx, &s, image, key); err != nil {
+		if bx, err = b.create(ctx, s, image, key); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -71,15 +70,15 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		}
 		b.markBusy(bx)
 	}
-	res, reusable, err := b.runIn(ctx, bx, &s)
+	res, reusable, err := b.runIn(ctx, bx, s)
 	if errors.Is(err, errPrelude) && bx.runs > 1 {
 		// The container could not be readied again: a new one.
 		b.release(bx, false)
-		if bx, err = b.create(ctx, &s, image, key); err != nil {
+		if bx, err = b.create(ctx, s, image, key); err != nil {
 			return nil, err
 		}
 		b.markBusy(bx)
-		res, reusable, err = b.runIn(ctx, bx, &s)
+		res, reusable, err = b.runIn(ctx, bx, s)
 	}
 	// A host workspace is the caller's: nothing may still run in it when
 	// the caller gets it back, so its container goes at once.
