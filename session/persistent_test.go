@@ -1,0 +1,199 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coderunner/coderunner/execute"
+)
+
+// openPersistent returns a PersistentStore on dir (a new test directory
+// when empty) with the clock c; two stores on one directory stand for two
+// processes.
+func openPersistent(t *testing.T, dir string, c *clock, opts Options) *PersistentStore {
+	t.Helper()
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "sessions")
+	}
+	opts.Dir = dir
+	opts.now = c.Now
+	p, err := OpenPersistent(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+func acquire(t *testing.T, p *PersistentStore, id string) *PersistentLease {
+	t.Helper()
+	l, err := p.Acquire(context.Background(), id)
+	if err != nil {
+		t.Fatalf("acquire %q: %v", id, err)
+	}
+	return l
+}
+
+func TestPersistentKeepsFilesAcrossStores(t *testing.T) {
+	c := newClock()
+	first := openPersistent(t, "", c, Options{})
+	l := acquire(t, first, "s1")
+	if err := os.WriteFile(filepath.Join(l.Dir(), "notes.txt"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	l.Release() // twice is harmless
+
+	// Another process: a store opened afresh on the same directory.
+	second := openPersistent(t, first.Dir(), c, Options{})
+	l = acquire(t, second, "s1")
+	b, err := os.ReadFile(filepath.Join(l.Dir(), "notes.txt"))
+	if err != nil || string(b) != "kept" {
+		t.Errorf("session s1 lost its file: %q, %v", b, err)
+	}
+	l.Release()
+
+	other := acquire(t, second, "s2")
+	defer other.Release()
+	if _, err := os.Stat(filepath.Join(other.Dir(), "notes.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("session s2 sees s1's file: %v", err)
+	}
+}
+
+func TestPersistentOneCallAtATime(t *testing.T) {
+	c := newClock()
+	a := openPersistent(t, "", c, Options{})
+	b := openPersistent(t, a.Dir(), c, Options{})
+	held := acquire(t, a, "s1")
+
+	// While a holds s1, b cannot get it; it gets another session.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*lockPoll)
+	defer cancel()
+	if _, err := b.Acquire(ctx, "s1"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second call in a busy session: %v, want it to wait", err)
+	}
+	acquire(t, b, "s2").Release()
+
+	got := make(chan error, 1)
+	go func() {
+		l, err := b.Acquire(context.Background(), "s1")
+		if err == nil {
+			l.Release()
+		}
+		got <- err
+	}()
+	held.Release()
+	if err := <-got; err != nil {
+		t.Fatalf("waiting call: %v", err)
+	}
+}
+
+func TestPersistentRefusesBadIDs(t *testing.T) {
+	p := openPersistent(t, "", newClock(), Options{})
+	outside := filepath.Join(filepath.Dir(p.Dir()), "escaped")
+	for _, id := range []string{"", "..", "../escaped", "a/b", "/etc", "s1.lock", "s 1", "s\x00", strings.Repeat("a", 65), "ü"} {
+		_, err := p.Acquire(context.Background(), id)
+		if !errors.Is(err, ErrInvalidID) {
+			t.Errorf("Acquire(%q) = %v, want ErrInvalidID", id, err)
+		}
+		if err := p.Delete(context.Background(), id); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("Delete(%q) = %v, want ErrInvalidID", id, err)
+		}
+	}
+	if _, err := os.Lstat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a bad id made %s", outside)
+	}
+	entries, _ := os.ReadDir(p.Dir())
+	if len(entries) != 0 {
+		t.Errorf("bad ids left %d entries", len(entries))
+	}
+}
+
+func TestPersistentCaps(t *testing.T) {
+	c := newClock()
+	p := openPersistent(t, "", c, Options{MaxSessions: 1, MaxBytes: 10_000})
+	l := acquire(t, p, "s1")
+	if err := os.WriteFile(filepath.Join(l.Dir(), "big"), make([]byte, 20_000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if _, err := p.Acquire(context.Background(), "s2"); !errors.Is(err, ErrTooManySessions) {
+		t.Errorf("second session: %v, want ErrTooManySessions", err)
+	}
+	if _, err := os.Lstat(p.lockPath("s2")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused session left its lock file: %v", err)
+	}
+	if _, err := p.Acquire(context.Background(), "s1"); !errors.Is(err, ErrSessionFull) {
+		t.Errorf("session over its cap: %v, want ErrSessionFull", err)
+	}
+
+	total := openPersistent(t, "", c, Options{MaxTotalBytes: 10_000})
+	l = acquire(t, total, "s1")
+	if err := os.WriteFile(filepath.Join(l.Dir(), "big"), make([]byte, 15_000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if _, err := total.Acquire(context.Background(), "s2"); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("new session past the total cap: %v, want ErrDiskFull", err)
+	}
+}
+
+func TestPersistentExpiryAndDelete(t *testing.T) {
+	c := newClock()
+	p := openPersistent(t, "", c, Options{IdleTimeout: time.Hour})
+	acquire(t, p, "old").Release()
+	c.Advance(30 * time.Minute)
+	acquire(t, p, "recent").Release()
+	busy := acquire(t, p, "busy")
+	// A workspace whose lock file is gone (a crash) is stale.
+	if err := os.Mkdir(filepath.Join(p.Dir(), "orphan"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(45 * time.Minute)
+
+	// The next process sweeps when it opens the directory.
+	p = openPersistent(t, p.Dir(), c, Options{IdleTimeout: time.Hour})
+	for id, want := range map[string]bool{"old": false, "orphan": false, "recent": true, "busy": true} {
+		_, err := os.Lstat(filepath.Join(p.Dir(), id))
+		if got := err == nil; got != want {
+			t.Errorf("session %s kept: %v, want %v", id, got, want)
+		}
+	}
+	busy.Release()
+
+	if err := p.Delete(context.Background(), "recent"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(context.Background(), "recent"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: %v, want ErrNotFound", err)
+	}
+	if _, err := os.Lstat(filepath.Join(p.Dir(), "recent")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("deleted session still there: %v", err)
+	}
+}
+
+func TestPersistentExecute(t *testing.T) {
+	p := openPersistent(t, "", newClock(), Options{})
+	ex := &fileExecutor{}
+	id := "s1"
+	for _, code := range []string{"write a.txt 3", "read a.txt"} {
+		res, err := p.Execute(context.Background(), ex, execute.Request{Code: code, SessionID: &id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == "read a.txt" && len(res.Stdout) != 3 {
+			t.Errorf("the session's second call read %q", res.Stdout)
+		}
+	}
+	// A call without a session runs as it is: this executor then has no
+	// workspace.
+	if _, err := p.Execute(context.Background(), ex, execute.Request{Code: "read a.txt"}); err == nil || err.Error() != "no workspace" {
+		t.Errorf("call without a session: %v", err)
+	}
+}
