@@ -29,6 +29,8 @@ import (
 //	segv           die of SIGSEGV
 //	warn           succeed with a backend warning
 //	broken         make the sandbox fail
+//	touch NAME     write the file NAME in the workspace
+//	ls             list the workspace's files but the source
 //	syntax error   (fakec) fail to compile
 type fakeBackend struct {
 	mu    sync.Mutex
@@ -107,6 +109,17 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 		res.Warnings = []string{"memory limited by rlimits only"}
 	case "broken":
 		return nil, errors.New("unable to pivot_root")
+	case "touch":
+		if err := os.WriteFile(filepath.Join(spec.Workspace, arg), []byte(arg), 0o644); err != nil {
+			return nil, err
+		}
+	case "ls":
+		entries, _ := os.ReadDir(spec.Workspace)
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), "main.") {
+				res.Stdout = append(res.Stdout, e.Name()+"\n"...)
+			}
+		}
 	}
 	if spec.Stdout != nil {
 		_, _ = spec.Stdout.Write(res.Stdout)
@@ -136,12 +149,23 @@ func newApp(t *testing.T, stdin string) *testApp {
 		Stdin:     strings.NewReader(stdin),
 		Stdout:    ta.stdout,
 		Stderr:    ta.stderr,
-		LookupEnv: func(string) (string, bool) { return "", false },
+		LookupEnv: stateEnv(t.TempDir()),
 		Registry:  r,
 		Version:   "1.2.3",
 		Commit:    "abc123",
 	}
 	return ta
+}
+
+// stateEnv is an environment holding only XDG_STATE_HOME=dir, so that
+// sessions of run are kept in a test directory.
+func stateEnv(dir string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		if k == "XDG_STATE_HOME" {
+			return dir, true
+		}
+		return "", false
+	}
 }
 
 // run runs the command line with the fake languages configured.

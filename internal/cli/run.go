@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/session"
 )
 
 const runAbout = `Execute one program in the sandbox (spec 004 execute_code / execute_with_limits).
@@ -54,8 +58,9 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in `CORES`, more than 0 and at most this machine's cores (default 0.5)")
 	fs.IntVar(&f.pids, "pids", 0, "most processes and threads, `N` from 1 to 1024 (default 50)")
 	fs.IntVar(&f.maxOutput, "max-output", 0, "cap of stdout and of stderr, each, in `CHARS` (bytes), 1 to 10000000 (default 100000); over it the program is stopped")
-	fs.StringVar(&f.session, "session", "", "session `ID` (letters, digits, _ and -, at most 64), echoed in the result. "+
-		"Sessions do not keep files between runs yet: every run starts with an empty workspace")
+	fs.StringVar(&f.session, "session", "", "session `ID` (letters, digits, _ and -, at most 64): the files the program writes in /workspace "+
+		"stay for the next run with the same ID (kept under $XDG_STATE_HOME/coderunner/sessions, or /var/lib/coderunner/sessions as root; "+
+		"one run at a time per session; removed after sessions.idle_timeout unused)")
 
 	pos, code, done := a.parse(fs, c, args)
 	if done {
@@ -102,7 +107,12 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	if !c.json {
 		req.Stdout, req.Stderr = a.Stdout, a.Stderr
 	}
-	res, err := ex.Execute(ctx, req)
+	var res *execute.Result
+	if req.SessionID != nil {
+		res, err = a.runInSession(ctx, cfg, log, ex, req)
+	} else {
+		res, err = ex.Execute(ctx, req)
+	}
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(a.Stderr, "coderunner run: interrupted")
@@ -111,6 +121,51 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 		return a.fail("run", "%v", err)
 	}
 	return a.report(c, res)
+}
+
+// runInSession runs req in its session's workspace, which stays on disk
+// for the next run: coderunner run lives for one call, so its sessions
+// cannot be those of an in-memory session.Store.
+func (a *App) runInSession(ctx context.Context, cfg *config.Config, log *slog.Logger, ex session.Executor, req execute.Request) (*execute.Result, error) {
+	if cfg.Sessions.MaxCount <= 0 {
+		return nil, fmt.Errorf("--session: %w (sessions.max_count is 0)", session.ErrDisabled)
+	}
+	dir, err := a.sessionDir()
+	if err != nil {
+		return nil, fmt.Errorf("--session: %w", err)
+	}
+	store, err := session.OpenPersistent(session.Options{
+		Dir:           dir,
+		IdleTimeout:   cfg.Sessions.IdleTimeout.Std(),
+		MaxSessions:   cfg.Sessions.MaxCount,
+		MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
+		MaxTotalBytes: int64(cfg.Sessions.MaxDiskMB) * sandbox.MiB,
+		Logger:        log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--session: %w", err)
+	}
+	res, err := store.Execute(ctx, ex, req)
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("--session: %w", err)
+	}
+	return res, err
+}
+
+// sessionDir is where run keeps its sessions: under $XDG_STATE_HOME, else
+// /var/lib/coderunner for root and ~/.local/state for anyone else.
+func (a *App) sessionDir() (string, error) {
+	if v, ok := a.LookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
+		return filepath.Join(v, "coderunner", "sessions"), nil
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/coderunner/sessions", nil
+	}
+	home, ok := a.LookupEnv("HOME")
+	if !ok || !filepath.IsAbs(home) {
+		return "", errors.New("no place to keep sessions: set HOME or XDG_STATE_HOME to an absolute path")
+	}
+	return filepath.Join(home, ".local", "state", "coderunner", "sessions"), nil
 }
 
 // runRequest builds the request from the flags, the configuration's

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -328,5 +329,78 @@ func TestRunEnvironment(t *testing.T) {
 		if !slices.Contains(env, want) {
 			t.Errorf("env %q lacks %s", env, want)
 		}
+	}
+}
+
+func TestRunSessionKeepsFiles(t *testing.T) {
+	state := t.TempDir()
+	run := func(session, code string) (int, string, string) {
+		t.Helper()
+		ta := newApp(t, "")
+		ta.LookupEnv = stateEnv(state)
+		code2 := ta.run("run", source(t, "main.fk", code), "--session", session)
+		return code2, ta.stdout.String(), ta.stderr.String()
+	}
+	if code, _, stderr := run("s1", "touch notes.txt"); code != 0 {
+		t.Fatalf("touch: exit %d, stderr %q", code, stderr)
+	}
+	tests := []struct {
+		session, want string
+	}{
+		{"s1", "notes.txt\n"}, // the next run of s1 sees the file
+		{"s2", ""},             // another session does not
+		{"s1", "notes.txt\n"}, // nor does it disturb s1
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := run(tt.session, "ls")
+		if code != 0 || stdout != tt.want {
+			t.Errorf("ls in %s: exit %d, stdout %q, want %q (stderr %q)", tt.session, code, stdout, tt.want, stderr)
+		}
+	}
+	// Every file sits beneath the state directory.
+	if _, err := os.Stat(filepath.Join(state, "coderunner", "sessions", "s1", "notes.txt")); err != nil {
+		t.Errorf("session file not under XDG_STATE_HOME: %v", err)
+	}
+}
+
+func TestRunSessionRefusals(t *testing.T) {
+	state := t.TempDir()
+	tests := []struct {
+		name, session, config string
+		want                  string
+	}{
+		{name: "traversal", session: "../../etc", want: "--session"},
+		{name: "slash", session: "a/b", want: "--session"},
+		{name: "dot", session: "..", want: "--session"},
+		{name: "too long", session: strings.Repeat("x", 65), want: "--session"},
+		{name: "turned off", session: "s1", config: "sessions:\n  max_count: 0\n", want: "sessions are turned off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta := newApp(t, "")
+			ta.LookupEnv = stateEnv(state)
+			cfg := filepath.Join("testdata", "fake.yaml")
+			if tt.config != "" {
+				base, err := os.ReadFile(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg = source(t, "config.yaml", string(base)+tt.config)
+			}
+			code := ta.Run(context.Background(), []string{"run", "--config", cfg, "--session", tt.session, source(t, "main.fk", "touch x")})
+			if code != ExitUsage || !strings.Contains(ta.stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, ta.stderr, ExitUsage, tt.want)
+			}
+			if ta.fake.last() != nil {
+				t.Error("the program ran")
+			}
+		})
+	}
+	entries, _ := os.ReadDir(filepath.Join(state, "coderunner", "sessions"))
+	if len(entries) != 0 {
+		t.Errorf("refused sessions left %d entries", len(entries))
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(state), "etc")); err == nil {
+		t.Error("a hostile id made a directory outside the state directory")
 	}
 }
