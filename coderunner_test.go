@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/sandbox"
@@ -335,15 +336,47 @@ func TestSandboxProcessIsolation(t *testing.T) {
 	}
 }
 
+// TestCheckDockerAvailable points DOCKER_HOST at a fake engine that only
+// answers pings (no image, no container can run): the engine answers, so
+// Docker is available; at a socket nobody listens on, it is not.
 func TestCheckDockerAvailable(t *testing.T) {
-	built := slices.Contains(backend.Names(), "docker")
-	_, dockerErr := exec.LookPath("docker")
-	if !built && CheckDockerAvailable(context.Background()) {
-		t.Error("docker reported available, but the docker backend is not built in")
+	dir := t.TempDir()
+	answering := filepath.Join(dir, "engine.sock")
+	l, err := net.Listen("unix", answering)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if built && dockerErr != nil && CheckDockerAvailable(context.Background()) {
-		t.Error("docker reported available without a docker client")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/_ping") {
+			http.Error(w, `{"message":"not a real engine"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Api-Version", "1.41")
+		_, _ = io.WriteString(w, "OK")
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	for _, tc := range []struct {
+		name, host string
+		want       bool
+	}{
+		{"answering engine without images", "unix://" + answering, true},
+		{"no engine", "unix://" + filepath.Join(dir, "nobody.sock"), false},
+		{"engine refusing pings", "tcp://127.0.0.1:1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("DOCKER_HOST", tc.host)
+			if got := CheckDockerAvailable(context.Background()); got != tc.want {
+				t.Errorf("CheckDockerAvailable with DOCKER_HOST=%s: %v, want %v", tc.host, got, tc.want)
+			}
+		})
 	}
+}
+
+// TestCheckDockerAvailableEngine asks the machine's engine, which CI starts.
+func TestCheckDockerAvailableEngine(t *testing.T) {
+	testutil.Require(t, CheckDockerAvailable(context.Background()), "the Docker engine does not answer (scripts/start-dockerd.sh)")
 }
 
 func TestJudge(t *testing.T) {
