@@ -171,8 +171,8 @@ func TestHelp(t *testing.T) {
 		if strings.Count(out, "Usage:") != 1 {
 			t.Errorf("%v: usage printed %d times", args, strings.Count(out, "Usage:"))
 		}
-		if !strings.Contains(out, "Sessions do not keep files") {
-			t.Errorf("%v: the help does not say that sessions do not persist yet", args)
+		if !strings.Contains(out, "stay for the next run with the same ID") {
+			t.Errorf("%v: the help does not say that sessions keep files", args)
 		}
 	}
 

@@ -348,7 +348,7 @@ func TestRunSessionKeepsFiles(t *testing.T) {
 		session, want string
 	}{
 		{"s1", "notes.txt\n"}, // the next run of s1 sees the file
-		{"s2", ""},             // another session does not
+		{"s2", ""},            // another session does not
 		{"s1", "notes.txt\n"}, // nor does it disturb s1
 	}
 	for _, tt := range tests {
