@@ -390,3 +390,32 @@ func TestKernelV2Kill(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelUpdateUpAndDown changes the memory limit of a group limited
+// before, both ways: on v1 the memory limit may never exceed memory plus
+// swap, so the order of the two writes depends on the direction.
+func TestKernelUpdateUpAndDown(t *testing.T) {
+	g := kernelGroup(t, Limits{Memory: 64 << 20, Processes: 16})
+	for _, mem := range []int64{256 << 20, 32 << 20, 128 << 20} {
+		if err := g.Update(Limits{Memory: mem, Processes: 16}); err != nil {
+			t.Fatalf("Update to %d: %v", mem, err)
+		}
+		if got := g.memoryLimit(t); got != mem {
+			t.Fatalf("memory limit %d after Update to %d", got, mem)
+		}
+	}
+}
+
+// memoryLimit reads the group's memory limit back from the kernel.
+func (g *Group) memoryLimit(t *testing.T) int64 {
+	t.Helper()
+	h, f := g.m.mem, ctlMemLimit
+	if g.m.version == V2 {
+		h, f = 0, ctlMemoryMax
+	}
+	v, err := g.readNumber(h, f, make([]byte, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -180,16 +180,8 @@ func (g *Group) limitV2(l Limits) error {
 func (g *Group) limitV1(l Limits) error {
 	m := g.m
 	if l.Memory > 0 {
-		if err := g.set(m.mem, ctlMemLimit, l.Memory); err != nil {
+		if err := g.setMemoryV1(l.Memory); err != nil {
 			return err
-		}
-		// memsw limits memory plus swap; equal to the memory limit it
-		// leaves no room for swap. It must be set after the memory limit,
-		// which may never exceed it.
-		if m.memsw {
-			if err := g.set(m.mem, ctlMemswLimit, l.Memory); err != nil {
-				return err
-			}
 		}
 		// The kernel refuses swappiness where the hierarchy does not
 		// allow it per group; memsw already keeps the group off swap.
@@ -214,9 +206,32 @@ func (g *Group) limitV1(l Limits) error {
 	return nil
 }
 
-// Update applies limits to a group created without them (Create with a
-// zero Limits), so that a group can be made ahead of need and limited when
-// its run is known. Zero fields leave a resource as it is.
+// setMemoryV1 sets the memory limit and, where the hierarchy has it, the
+// memory plus swap limit to the same value, which leaves no room for swap.
+// The memory limit may never exceed memory plus swap: going down it is set
+// first, going up (a group limited before) second.
+func (g *Group) setMemoryV1(v int64) error {
+	m := g.m
+	err := g.set(m.mem, ctlMemLimit, v)
+	if !m.memsw {
+		return err
+	}
+	if errors.Is(err, unix.EINVAL) {
+		if err := g.set(m.mem, ctlMemswLimit, v); err != nil {
+			return err
+		}
+		return g.set(m.mem, ctlMemLimit, v)
+	}
+	if err != nil {
+		return err
+	}
+	return g.set(m.mem, ctlMemswLimit, v)
+}
+
+// Update changes the limits of a group: one created without them (Create
+// with a zero Limits), so that a group can be made ahead of need and limited
+// when its run is known, or one limited before, up or down. Zero fields
+// leave a resource as it is.
 func (g *Group) Update(l Limits) error {
 	if err := validateLimits(l); err != nil {
 		return fmt.Errorf("unable to update cgroup %s: %w", g.name, err)
