@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -106,7 +107,7 @@ func newServer(t *testing.T) (*Server, *fakeRunner) {
 }
 
 // transports are the ways the tests reach a Server.
-var transports = []string{"memory", "http"}
+var transports = []string{"memory", "pipe", "http"}
 
 // connect returns a client session to s over the named transport.
 func connect(t testing.TB, s *Server, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -123,6 +124,21 @@ func connect(t testing.TB, s *Server, transport string, opts *mcp.ClientOptions)
 		}
 		t.Cleanup(func() { _ = ss.Close() })
 		ct = c
+	case "pipe-sdk", "pipe":
+		// newline-delimited JSON over pipes, as coderunner mcp on stdio:
+		// the server on the SDK's IOTransport or on LineTransport.
+		serverRead, clientWrite := io.Pipe()
+		clientRead, serverWrite := io.Pipe()
+		var st mcp.Transport = &LineTransport{Reader: serverRead, Writer: serverWrite}
+		if transport == "pipe-sdk" {
+			st = &mcp.IOTransport{Reader: serverRead, Writer: serverWrite}
+		}
+		ss, err := s.MCP().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		ct = &mcp.IOTransport{Reader: clientRead, Writer: clientWrite}
 	case "http":
 		ts := httptest.NewServer(s.Handler())
 		t.Cleanup(ts.Close)

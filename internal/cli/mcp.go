@@ -8,8 +8,6 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/coderunner/coderunner"
 	"github.com/coderunner/coderunner/mcpserver"
 	"github.com/coderunner/coderunner/sandbox"
@@ -73,7 +71,7 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("mcp", "%v", err)
 	}
-	t := &mcp.IOTransport{Reader: io.NopCloser(a.Stdin), Writer: nopWriteCloser{a.Stdout}}
+	t := &mcpserver.LineTransport{Reader: io.NopCloser(a.Stdin), Writer: nopWriteCloser{a.Stdout}}
 	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintf(a.Stderr, "coderunner mcp: %v\n", err)
 		return ExitFailure
