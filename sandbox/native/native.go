@@ -41,6 +41,12 @@ type Options struct {
 	// and is never reused. Long-lived callers (the server) want 1 or 2;
 	// a one-shot command wants 0. Call Close to stop them.
 	Warm int
+
+	// keepHostAttached makes every sandbox keep the host's tree attached
+	// until its second phase is done, as it must on kernels that cannot
+	// clone mounts out of a detached tree (before Linux 6.15), so that
+	// the tests cover that path on newer ones too.
+	keepHostAttached bool
 }
 
 // DefaultHostUIDBase is the first host uid of the range the sandbox maps
@@ -75,6 +81,9 @@ type Backend struct {
 	firstOps []byte
 	knownMu  sync.Mutex
 	known    []string
+	// recent are the cgroup limits of the latest run: sandboxes started
+	// ahead of need get them, so that a run like it skips setting them.
+	recent atomic.Pointer[cgroup.Limits]
 
 	pool      *warmPool
 	closeOnce sync.Once
@@ -160,7 +169,7 @@ func New(opts Options) (*Backend, error) {
 	for _, m := range BaseMounts() {
 		b.shared[sharedKey(m)] = true
 	}
-	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID))
+	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
 	if opts.Warm > 0 {
 		b.startPool(min(opts.Warm, maxWarm))
 	}
@@ -206,9 +215,13 @@ func syntheticEtc(uid int) map[string][]byte {
 // encodeFirstPhase is what every sandbox does before its run is known:
 // the root with the shared mounts, /etc, /dev, /proc, the host name, the
 // loopback interface and the seccomp filter to install later.
-func (b *Backend) encodeFirstPhase(etc map[string][]byte) []byte {
+func (b *Backend) encodeFirstPhase(etc map[string][]byte, keepHostAttached bool) []byte {
 	var w setup
-	w.op(nsinit.OpRoot, b.rootDir)
+	if keepHostAttached {
+		w.op(nsinit.OpRoot, b.rootDir, "attached")
+	} else {
+		w.op(nsinit.OpRoot, b.rootDir)
+	}
 	for _, m := range BaseMounts() {
 		if fi, err := os.Lstat(m.Source); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 			if link, err := os.Readlink(m.Source); err == nil {

@@ -204,3 +204,64 @@ func TestWarmMountedWorkspace(t *testing.T) {
 		t.Fatalf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
 	}
 }
+
+// TestConformanceHostTreeAttached runs the suite with the host's tree kept
+// attached until the second phase is done, as on kernels before Linux 6.15
+// where sources cannot be cloned out of a detached copy.
+func TestConformanceHostTreeAttached(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.WithHostTreeAttached(native.Options{}))
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	defer b.Close()
+	cc, _ := exec.LookPath("gcc")
+	testutil.Require(t, cc != "", "gcc is needed to build the 32-bit syscall probe")
+	sandboxtest.Run(t, sandboxtest.Env{
+		Backend:   b,
+		Mounts:    native.BaseMounts(),
+		CC:        cc,
+		Leftovers: leftovers,
+	})
+}
+
+// TestWarmLimitsFollowEachRun alternates memory limits on a warm backend,
+// whose sandboxes wait in cgroups limited as the latest run was: each run
+// must get its own limit, up or down, and a run like the one before keeps
+// the limit its sandbox was started with.
+func TestWarmLimitsFollowEachRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	_, err := os.Stat("/usr/bin/python3")
+	testutil.Require(t, err == nil, "needs /usr/bin/python3")
+	b, err := native.New(native.Options{Warm: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	steps := []struct {
+		memory int64
+		want   sandbox.Status
+	}{
+		{64 * sandbox.MiB, sandbox.StatusMemoryLimit},
+		{64 * sandbox.MiB, sandbox.StatusMemoryLimit},
+		{512 * sandbox.MiB, sandbox.StatusOK},
+		{512 * sandbox.MiB, sandbox.StatusOK},
+		{64 * sandbox.MiB, sandbox.StatusMemoryLimit},
+		{64 * sandbox.MiB, sandbox.StatusMemoryLimit},
+		{512 * sandbox.MiB, sandbox.StatusOK},
+	}
+	for i, step := range steps {
+		res, err := b.Run(context.Background(), &sandbox.Spec{
+			// bytearray zero-fills: every page of the 100 MB is touched.
+			Args:   []string{"/usr/bin/python3", "-c", "b = bytearray(100 << 20)"},
+			Mounts: native.BaseMounts(),
+			Limits: sandbox.Limits{Memory: step.memory},
+		})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if res.Status != step.want {
+			t.Fatalf("step %d (memory %d MiB): status %s, want %s; stderr %s", i, step.memory/sandbox.MiB, res.Status, step.want, res.Stderr)
+		}
+	}
+}

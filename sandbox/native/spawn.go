@@ -28,8 +28,10 @@ var initCaps = []uintptr{
 type started struct {
 	proc   *os.Process
 	waited chan *os.ProcessState
-	// group is the init's cgroup, or nil without cgroups.
-	group *cgroup.Group
+	// group is the init's cgroup, or nil without cgroups; limits are the
+	// limits it has now.
+	group  *cgroup.Group
+	limits cgroup.Limits
 	// opened are the bind sources the init opened in its first phase.
 	opened map[string]bool
 	// The parent's ends of the init's pipes.
@@ -43,10 +45,12 @@ type started struct {
 func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 	var parent, child []*os.File
 	var group *cgroup.Group
+	limits := b.recentLimits()
 	if b.cgroups != nil {
-		// Limits are set when the run is known (take); until then the
-		// init only waits.
-		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), spawnID.Add(1)), cgroup.Limits{})
+		// The run's limits are set when it is known (take); until then
+		// the init only waits, in a group limited as the latest run was,
+		// since the next one is likely to want the same.
+		g, err := b.cgroups.Create(fmt.Sprintf("run-%d-%d", os.Getpid(), spawnID.Add(1)), limits)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
@@ -91,6 +95,7 @@ func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 		proc:   proc,
 		waited: make(chan *os.ProcessState, 1),
 		group:  group,
+		limits: limits,
 		stdin:  parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
 	}
 	go func() {
@@ -265,18 +270,29 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 	if err != nil {
 		return nil, err
 	}
-	if s.group != nil {
-		err := s.group.Update(cgroup.Limits{
-			Memory:    lim.Memory,
-			Processes: lim.Processes + 1, // the init
-			CPUs:      lim.CPUs,
-		})
-		if err != nil {
+	want := cgroup.Limits{
+		Memory:    lim.Memory,
+		Processes: lim.Processes + 1, // the init
+		CPUs:      lim.CPUs,
+	}
+	b.recent.Store(&want)
+	if s.group != nil && s.limits != want {
+		if err := s.group.Update(want); err != nil {
 			s.discard()
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
+		s.limits = want
 	}
 	return s, nil
+}
+
+// recentLimits are the cgroup limits of the latest run, or none before the
+// first.
+func (b *Backend) recentLimits() cgroup.Limits {
+	if l := b.recent.Load(); l != nil {
+		return *l
+	}
+	return cgroup.Limits{}
 }
 
 func (b *Backend) warm(sources []string) (*started, error) {

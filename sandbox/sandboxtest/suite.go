@@ -428,6 +428,12 @@ func (s *suite) testProcRoot(t *testing.T) {
 ls /proc/1/root/ 2>&1 | head -3
 cat /proc/1/environ 2>&1 | head -c 200
 cat /proc/1/root/etc/shadow 2>&1
+# The init may hold descriptors of the host's tree while the program runs.
+for n in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	ls /proc/1/fd/$n/ 2>&1 | head -3
+	cat /proc/1/fd/$n/etc/shadow 2>&1
+	ls /proc/1/fd/$n/root/ /proc/1/fd/$n/proc/1/ 2>&1 | head -3
+done
 ls /proc/sys/kernel 2>&1 | head -1
 cat /proc/kcore 2>&1 | head -c 10 | wc -c`))
 	out := string(res.Stdout)

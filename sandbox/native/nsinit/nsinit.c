@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <sched.h>
@@ -52,8 +53,29 @@ struct mount_attr {
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
+#ifndef MOUNT_ATTR_NOEXEC
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
 #ifndef SYS_pivot_root
 #define SYS_pivot_root __NR_pivot_root
@@ -99,14 +121,20 @@ struct config {
 	// root is where the new root is built: the staging mount point during
 	// the first phase, "" once the init has pivoted into it.
 	char root[PATH_MAX];
-	// old is where the host's tree is reachable: "" before the pivot,
-	// OLD_ROOT after it until the second phase detaches it.
+	// host is a private, detached copy of the host's mount tree: bind
+	// sources are cloned out of it, so the tree the init pivoted away from
+	// can be detached in the first phase, before the run is known. It is
+	// -1 where the kernel cannot clone out of a detached tree (before
+	// Linux 6.15); then old is where the host's tree is reachable: "" before
+	// the pivot, OLD_ROOT after it until the second phase detaches it.
+	int host;
 	const char *old;
 	struct source sources[MAX_SOURCES];
 	int nsources;
 };
 
 static int status_fd = NSINIT_STATUS_FD;
+
 
 // fail reports a setup failure to the parent and exits. The message is one
 // line: "E <stage>: <detail>: <strerror>".
@@ -288,20 +316,45 @@ static void make_parent(const char *root, const char *path)
 	}
 }
 
-static void set_readonly(const char *path, const char *label, int writable)
+// set_attrs applies MOUNT_ATTR_* flags to the mounts at and below path.
+static void set_attrs(const char *path, const char *label, uint64_t attrs)
 {
 	struct mount_attr attr = {0};
-	attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
+	attr.attr_set = attrs;
 	if (syscall(SYS_mount_setattr, -1, path, AT_RECURSIVE, &attr, sizeof attr) == 0)
 		return;
 	// Before Linux 5.12 only the top mount can be remounted.
-	unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY);
+	unsigned long flags = MS_BIND | MS_REMOUNT;
+	if (attrs & MOUNT_ATTR_RDONLY)
+		flags |= MS_RDONLY;
+	if (attrs & MOUNT_ATTR_NOSUID)
+		flags |= MS_NOSUID;
+	if (attrs & MOUNT_ATTR_NODEV)
+		flags |= MS_NODEV;
+	if (attrs & MOUNT_ATTR_NOEXEC)
+		flags |= MS_NOEXEC;
 	if (mount(NULL, path, NULL, flags, NULL) < 0)
-		fail("remount %.256s read-only", label);
+		fail("remount %.256s", label);
+}
+
+// host_open opens a path of the host's tree as the host sees it: inside the
+// detached copy, where even an absolute symbolic link resolves within the
+// copy, or through the old root.
+static int host_open(const struct config *c, const char *path)
+{
+	if (c->host >= 0) {
+		struct open_how how = {0};
+		how.flags = O_PATH | O_CLOEXEC;
+		how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+		return (int)syscall(SYS_openat2, c->host, path, &how, sizeof how);
+	}
+	char p[PATH_MAX];
+	join(p, c->old, path);
+	return open(p, O_PATH | O_CLOEXEC);
 }
 
 // source_fd finds the descriptor opened for a bind source in the first
-// phase, or opens it now through the old root.
+// phase, or opens it now.
 static int source_fd(const struct config *c, const char *path, int *own)
 {
 	for (int i = 0; i < c->nsources; i++) {
@@ -310,26 +363,49 @@ static int source_fd(const struct config *c, const char *path, int *own)
 			return c->sources[i].fd;
 		}
 	}
-	char p[PATH_MAX];
-	join(p, c->old, path);
-	int fd = open(p, O_PATH | O_CLOEXEC);
+	int fd = host_open(c, path);
 	if (fd < 0)
 		fail("open bind source %.256s", path);
 	*own = 1;
 	return fd;
 }
 
+// bind_fd mounts what fd refers to, with everything mounted below it, on
+// dst, with the attributes attrs. From the detached copy of the host's tree
+// it is a clone, set up before it is attached, so that it is never
+// writable inside the sandbox for a moment.
+static void bind_fd(const struct config *c, int fd, const char *dst, const char *label, uint64_t attrs)
+{
+	if (c->host >= 0) {
+		int t = (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		if (t < 0)
+			fail("clone %.256s", label);
+		struct mount_attr attr = {0};
+		attr.attr_set = attrs;
+		if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+			fail("set attributes of %.256s", label);
+		if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			fail("attach %.256s", label);
+		close(t);
+		return;
+	}
+	char src[64];
+	snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		fail("bind %.256s", label);
+	set_attrs(dst, label, attrs);
+}
+
 static void op_bind(const struct config *c, const struct op *o)
 {
 	want_args(o, 3);
-	char dst[PATH_MAX], src[64];
+	char dst[PATH_MAX];
 	struct stat st;
 	int writable = strcmp(o->argv[2].s, "rw") == 0, own;
 	int fd = source_fd(c, o->argv[0].s, &own);
 	in_root(c, o->argv[1].s, dst);
 	if (fstat(fd, &st) < 0)
 		fail("bind %.256s", o->argv[0].s);
-	snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
 	make_parent(c->root, dst);
 	if (S_ISDIR(st.st_mode)) {
 		mkdir_all(c->root, dst, 0755);
@@ -339,11 +415,9 @@ static void op_bind(const struct config *c, const struct op *o)
 			fail("bind target %.256s", o->argv[1].s);
 		close(t);
 	}
-	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-		fail("bind %.256s on %.256s", o->argv[0].s, o->argv[1].s);
+	bind_fd(c, fd, dst, o->argv[1].s, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY));
 	if (own)
 		close(fd);
-	set_readonly(dst, o->argv[1].s, writable);
 }
 
 static void op_file(const struct config *c, const struct op *o)
@@ -377,7 +451,7 @@ static void op_file(const struct config *c, const struct op *o)
 static void op_dev(const struct config *c, const struct op *o)
 {
 	want_args(o, 1);
-	char src[PATH_MAX], dst[PATH_MAX];
+	char dst[PATH_MAX];
 	if (strchr(o->argv[0].s, '/') != NULL || o->argv[0].len > 32) {
 		errno = 0;
 		fail("config: bad device name");
@@ -385,15 +459,15 @@ static void op_dev(const struct config *c, const struct op *o)
 	char dev[64];
 	join(dev, "/dev/", o->argv[0].s);
 	in_root(c, dev, dst);
-	join(src, c->old, dev);
 	int fd = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
-		fail("create /dev/%.64s", o->argv[0].s);
+		fail("create %.64s", dev);
 	close(fd);
-	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
-		fail("bind %.64s", src);
-	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC, NULL) < 0)
-		fail("remount %.64s", src);
+	int src = host_open(c, dev);
+	if (src < 0)
+		fail("open %.64s", dev);
+	bind_fd(c, src, dst, dev, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	close(src);
 }
 
 static void op_proc(const struct config *c, const struct op *o)
@@ -415,7 +489,7 @@ static void op_proc(const struct config *c, const struct op *o)
 	join(sys, dst, "/sys");
 	if (mount(sys, sys, NULL, MS_BIND | MS_REC, NULL) < 0)
 		fail("bind /proc/sys");
-	set_readonly(sys, "/proc/sys", 0);
+	set_attrs(sys, "/proc/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	const char *masked[] = {"kcore", "sysrq-trigger", "kallsyms", "keys", "timer_list", NULL};
 	for (int i = 0; masked[i]; i++) {
 		char p[PATH_MAX], name[64];
@@ -442,6 +516,15 @@ static void loopback_up(void)
 	close(s);
 }
 
+static void detach_old_root(struct config *c)
+{
+	if (umount2(OLD_ROOT, MNT_DETACH) < 0)
+		fail("detach old root");
+	if (rmdir(OLD_ROOT) < 0)
+		fail("rmdir %s", OLD_ROOT);
+	c->old = NULL;
+}
+
 // pivot makes the new root the init's root at the end of the first phase.
 // The host's tree stays reachable at OLD_ROOT until the second phase has
 // bound what the run needs from it.
@@ -459,20 +542,24 @@ static void pivot(struct config *c)
 		fail("chdir /");
 	c->root[0] = '\0';
 	c->old = OLD_ROOT;
+	// With a detached copy to clone sources from, the host's tree can go
+	// now, while the sandbox waits for its run: detaching a tree waits for
+	// the kernel (an RCU grace period), which a run should not.
+	if (c->host >= 0)
+		detach_old_root(c);
 }
 
-// seal detaches the host's tree and makes the root read-only, once the
-// second phase is done.
+// seal makes the root read-only once the second phase is done, with the
+// host's tree gone. The detached copy stays open in the init, out of the
+// program's reach (the descriptor is closed on exec, and the init is not
+// dumpable), until the init exits: releasing it waits for the kernel too.
 static void seal(struct config *c)
 {
 	for (int i = 0; i < c->nsources; i++)
 		close(c->sources[i].fd);
 	c->nsources = 0;
-	if (umount2(OLD_ROOT, MNT_DETACH) < 0)
-		fail("detach old root");
-	if (rmdir(OLD_ROOT) < 0)
-		fail("rmdir %s", OLD_ROOT);
-	c->old = NULL;
+	if (c->old)
+		detach_old_root(c);
 	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
 		fail("remount / read-only");
 }
@@ -623,7 +710,7 @@ static void preopen(struct config *c, const char *path, int optional)
 		errno = 0;
 		fail("more than %d bind sources", MAX_SOURCES);
 	}
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = host_open(c, path);
 	if (fd < 0) {
 		if (optional)
 			return;
@@ -632,6 +719,36 @@ static void preopen(struct config *c, const char *path, int optional)
 	c->sources[c->nsources].path = path;
 	c->sources[c->nsources].fd = fd;
 	c->nsources++;
+}
+
+// detached_host_tree copies the host's mount tree, as this namespace has
+// it, into a detached tree, or returns -1 where the kernel cannot clone
+// mounts out of such a tree (before Linux 6.15).
+static int detached_host_tree(void)
+{
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd < 0)
+		return -1;
+	int probe = (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (probe < 0) {
+		close(fd);
+		return -1;
+	}
+	close(probe);
+	return fd;
+}
+
+// keep_host_attached reports whether the first phase asks for the host's
+// tree to stay attached until the second phase is done, as kernels before
+// Linux 6.15 need (the backend's tests ask for it to cover that path).
+static int keep_host_attached(const struct config *c)
+{
+	for (size_t i = 0; i < c->nops; i++) {
+		const struct op *o = &c->ops[i];
+		if (o->code == OP_ROOT && o->argc >= 2 && strcmp(o->argv[1].s, "attached") == 0)
+			return 1;
+	}
+	return 0;
 }
 
 // open_sources opens the first phase's bind sources, and those it was told
@@ -643,6 +760,13 @@ static void preopen(struct config *c, const char *path, int optional)
 // uid for everything that follows.
 static void open_sources(struct config *c)
 {
+	// Nothing done in this namespace may reach the host's mounts, and the
+	// copy below must be private too.
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		fail("make mounts private");
+	c->host = -1;
+	if (!keep_host_attached(c))
+		c->host = detached_host_tree();
 	for (size_t i = 0; i < c->nops; i++) {
 		const struct op *o = &c->ops[i];
 		if (o->code == OP_BIND || o->code == OP_PREOPEN) {
@@ -674,13 +798,14 @@ static void apply(struct config *c, struct exec_plan *plan)
 		case OP_PREOPEN:
 			break;
 		case OP_ROOT:
-			want_args(o, 1);
-			if (c->old && c->old[0]) {
+			if (o->argc < 1 || o->argc > 2) {
+				errno = 0;
+				fail("config: op %u with %u arguments", o->code, o->argc);
+			}
+			if (!c->old || c->old[0]) {
 				errno = 0;
 				fail("config: root after pivot");
 			}
-			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-				fail("make mounts private");
 			if (snprintf(c->root, sizeof c->root, "%s", o->argv[0].s) >= (int)sizeof c->root)
 				fail("root path too long");
 			if (mount("tmpfs", c->root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755") < 0)
@@ -781,6 +906,11 @@ static void __attribute__((noreturn)) run(void)
 	char *buf;
 
 	c.old = "";
+	c.host = -1;
+	// The init holds the detached copy of the host's tree while the
+	// program runs: nothing running as another user may look into it.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fail("dumpable");
 	buf = read_frame(NSINIT_CONFIG_FD, &size);
 	parse(buf, size, &c);
 	open_sources(&c);
