@@ -630,9 +630,10 @@ static void clear_capabilities(int errfd)
 		child_fail(errfd, "clear capabilities");
 }
 
-// exec_program runs in the program's process. It makes itself ready, then
-// waits on go until the init has sealed the root (done in parallel, since
-// detaching the host's tree waits for the kernel), and execs.
+// exec_program runs in the program's process. It makes itself ready, then,
+// unless go is -1, waits on go until the init has sealed the root (done in
+// parallel, since detaching the host's tree waits for the kernel), and
+// execs.
 static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, int errfd, int go)
 {
 	if (setsid() < 0)
@@ -676,16 +677,18 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 	for (uint32_t i = 0; i < p->env->argc; i++)
 		envp[i] = (char *)p->env->argv[i].s;
 
-	char ready;
-	ssize_t got;
-	do {
-		got = read(go, &ready, 1);
-	} while (got < 0 && errno == EINTR);
-	if (got != 1) {
-		errno = EPIPE;
-		child_fail(errfd, "wait for the sealed root");
+	if (go >= 0) {
+		char ready;
+		ssize_t got;
+		do {
+			got = read(go, &ready, 1);
+		} while (got < 0 && errno == EINTR);
+		if (got != 1) {
+			errno = EPIPE;
+			child_fail(errfd, "wait for the sealed root");
+		}
+		close(go);
 	}
-	close(go);
 
 	// The filter goes last: from here on only execve is needed.
 	struct sock_fprog prog = {
@@ -931,26 +934,34 @@ static void __attribute__((noreturn)) run(void)
 		fail("config: incomplete");
 	}
 
-	int pipefd[2], gofd[2];
-	if (pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(gofd, O_CLOEXEC) < 0)
+	// Detaching the host's tree, when it is still attached, waits for the
+	// kernel: the program's process gets ready meanwhile, and execs only
+	// once the root is sealed. Otherwise sealing is quick and comes first.
+	int overlap = c.old != NULL;
+	if (!overlap)
+		seal(&c);
+	int pipefd[2], gofd[2] = {-1, -1};
+	if (pipe2(pipefd, O_CLOEXEC) < 0 || (overlap && pipe2(gofd, O_CLOEXEC) < 0))
 		fail("pipe");
 	pid_t child = fork();
 	if (child < 0)
 		fail("fork");
 	if (child == 0) {
 		close(pipefd[0]);
-		close(gofd[1]);
+		if (overlap)
+			close(gofd[1]);
 		exec_program(&plan, pipefd[1], gofd[0]);
 	}
 	close(pipefd[1]);
-	close(gofd[0]);
-	// While the program's process gets ready, detach the host's tree and
-	// make the root read-only; it execs only after that. If sealing
-	// fails the init exits, and the kernel kills the waiting process.
-	seal(&c);
-	if (write(gofd[1], "g", 1) != 1)
-		fail("release the program");
-	close(gofd[1]);
+	if (overlap) {
+		close(gofd[0]);
+		// If sealing fails the init exits, and the kernel kills the
+		// waiting process.
+		seal(&c);
+		if (write(gofd[1], "g", 1) != 1)
+			fail("release the program");
+		close(gofd[1]);
+	}
 	// The program has its own copies of stdin, stdout and stderr; the init
 	// must not keep the pipes open after the program is gone.
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
