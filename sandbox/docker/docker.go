@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -208,12 +209,19 @@ func CheckAvailable(ctx context.Context, host string) bool {
 }
 
 // Probe reports whether the engine answers, its version, and which of the
-// language table's images are present.
+// language table's images are present. When the engine does not answer,
+// the configured images are still listed, as not checked.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true}
+	refs := b.images.refs()
+	names := slices.Sorted(maps.Keys(refs))
 	if err := b.CheckAvailable(ctx); err != nil {
 		r.Available, r.Reason = false, err.Error()
 		r.Checks = append(r.Checks, sandbox.Check{Name: "engine", OK: false, Detail: err.Error()})
+		for _, ref := range names {
+			r.Checks = append(r.Checks, sandbox.Check{Name: "image " + ref, OK: false,
+				Detail: "not checked (no engine), for " + strings.Join(refs[ref], ", ")})
+		}
 		return r
 	}
 	v, err := b.cli.ServerVersion(ctx)
@@ -221,20 +229,6 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Checks = append(r.Checks, sandbox.Check{Name: "engine", OK: true,
 			Detail: fmt.Sprintf("Docker %s (API %s) at %s", v.Version, v.APIVersion, b.cli.DaemonHost())})
 	}
-	refs := map[string][]string{}
-	for _, l := range b.images.langs {
-		if l.image != "" {
-			refs[l.image] = append(refs[l.image], l.id)
-		}
-	}
-	if b.images.def != "" {
-		refs[b.images.def] = append(refs[b.images.def], "default")
-	}
-	names := make([]string, 0, len(refs))
-	for ref := range refs {
-		names = append(names, ref)
-	}
-	slices.Sort(names)
 	missing := 0
 	for _, ref := range names {
 		_, err := b.cli.ImageInspect(ctx, ref)

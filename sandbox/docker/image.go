@@ -82,6 +82,21 @@ func newImages(t *lang.Table, def string) *images {
 	return m
 }
 
+// refs maps each configured image to the languages it runs ("default" for
+// the image of programs no language claims).
+func (m *images) refs() map[string][]string {
+	refs := map[string][]string{}
+	for _, l := range m.langs {
+		if l.image != "" {
+			refs[l.image] = append(refs[l.image], l.id)
+		}
+	}
+	if m.def != "" {
+		refs[m.def] = append(refs[m.def], "default")
+	}
+	return refs
+}
+
 // forSpec is the image that runs spec.
 func (m *images) forSpec(s *sandbox.Spec) string {
 	a0 := s.Args[0]

@@ -7,18 +7,23 @@ import (
 )
 
 func init() {
-	backend.Register("docker", func(o backend.Options) (sandbox.Backend, error) {
-		opts := Options{Logger: o.Logger}
-		if c, ok := o.Config.(*config.Config); ok && c != nil {
-			opts.Host = c.Docker.Host
-			opts.PullPolicy = c.Docker.PullPolicy
-			opts.User = c.Docker.User
-			t, err := c.LanguageTable()
-			if err != nil {
-				return nil, err
-			}
-			opts.Languages = t
+	backend.Register("docker", Open)
+}
+
+// Open is the backend registry's factory of the docker backend: New with
+// the docker section and the language table of the configuration in
+// o.Config (a *config.Config), if any.
+func Open(o backend.Options) (sandbox.Backend, error) {
+	opts := Options{Logger: o.Logger}
+	if c, ok := o.Config.(*config.Config); ok && c != nil {
+		opts.Host = c.Docker.Host
+		opts.PullPolicy = c.Docker.PullPolicy
+		opts.User = c.Docker.User
+		t, err := c.LanguageTable()
+		if err != nil {
+			return nil, err
 		}
-		return New(opts)
-	})
+		opts.Languages = t
+	}
+	return New(opts)
 }
