@@ -25,6 +25,13 @@ type Capture struct {
 	doneOnce  sync.Once
 }
 
+// chunks are Drain's read buffers: two per run, too large to allocate (and
+// clear) afresh each time.
+var chunks = sync.Pool{New: func() any {
+	b := make([]byte, 64<<10)
+	return &b
+}}
+
 // NewCapture returns a capture of at most limit bytes. tee, when not nil,
 // receives what is kept as it arrives; over is called once when the cap is
 // passed.
@@ -41,12 +48,13 @@ func (c *Capture) Drain(r io.Reader) {
 	if rc, ok := r.(io.Closer); ok {
 		defer rc.Close()
 	}
-	chunk := make([]byte, 64<<10)
+	chunk := chunks.Get().(*[]byte)
+	defer chunks.Put(chunk)
 	open := true
 	for {
-		n, err := r.Read(chunk)
+		n, err := r.Read(*chunk)
 		if n > 0 && open {
-			if _, werr := c.Write(chunk[:n]); werr != nil {
+			if _, werr := c.Write((*chunk)[:n]); werr != nil {
 				open = false
 			}
 		}
