@@ -210,12 +210,12 @@ func startStdio(ctx context.Context, bin string) (*mcp.ClientSession, error) {
 }
 
 // pipeSession connects to srv over an in-process pipe carrying the same
-// newline-delimited JSON as stdio.
+// newline-delimited JSON as stdio, served as coderunner mcp serves stdio.
 func pipeSession(ctx context.Context, srv *mcpserver.Server) (*mcp.ClientSession, error) {
 	serverRead, clientWrite := io.Pipe()
 	clientRead, serverWrite := io.Pipe()
 	go func() {
-		_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: serverRead, Writer: serverWrite})
+		_ = srv.Run(context.Background(), &mcpserver.LineTransport{Reader: serverRead, Writer: serverWrite})
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
 	return client.Connect(ctx, &mcp.IOTransport{Reader: clientRead, Writer: clientWrite}, nil)
