@@ -81,9 +81,10 @@ type Backend struct {
 	firstOps []byte
 	knownMu  sync.Mutex
 	known    []string
-	// recent are the cgroup limits of the latest run: sandboxes started
-	// ahead of need get them, so that a run like it skips setting them.
-	recent atomic.Pointer[cgroup.Limits]
+	// recent are the limits of the latest run: sandboxes started ahead
+	// of need get its cgroup limits and /tmp and /workspace sizes, so
+	// that a run like it skips setting them.
+	recent atomic.Pointer[sandbox.Limits]
 
 	pool      *warmPool
 	closeOnce sync.Once
@@ -255,7 +256,7 @@ func (b *Backend) encodeFirstPhase(etc map[string][]byte, keepHostAttached bool)
 // firstPhase is the first frame for a new sandbox: it joins a new cgroup
 // namespace (the init is in its cgroup by then) and opens, while it still
 // can, the bind sources runs have needed and those given.
-func (b *Backend) firstPhase(extra []string) (frameBytes []byte, opened map[string]bool) {
+func (b *Backend) firstPhase(extra []string, lim sandbox.Limits) (frameBytes []byte, opened map[string]bool) {
 	var w setup
 	w.op(nsinit.OpCgroupNS)
 	opened = map[string]bool{}
@@ -268,6 +269,10 @@ func (b *Backend) firstPhase(extra []string) (frameBytes []byte, opened map[stri
 	}
 	b.knownMu.Unlock()
 	w.buf = append(w.buf, b.firstOps...)
+	// /tmp and /workspace are mounted ahead too, sized as lim says; the
+	// second phase resizes them if its run wants other sizes.
+	w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1))
+	w.op(nsinit.OpTmpfs, sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, b.innerUID))
 	return frame(w.buf), opened
 }
 

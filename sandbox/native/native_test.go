@@ -265,3 +265,43 @@ func TestWarmLimitsFollowEachRun(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmTmpfsSizesFollowEachRun alternates the /tmp and workspace caps on
+// a warm backend, whose sandboxes mount both ahead of need sized as the
+// latest run wanted: each run must get its own caps, up or down.
+func TestWarmTmpfsSizesFollowEachRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{Warm: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// 12 MiB into each: over an 8 MiB cap, under a 32 MiB one.
+	script := `head -c 12582912 /dev/zero > /tmp/f && echo tmp-ok; head -c 12582912 /dev/zero > /workspace/f && echo workspace-ok; true`
+	steps := []struct {
+		tmp, workspace int64
+		want           string
+	}{
+		{8 * sandbox.MiB, 8 * sandbox.MiB, ""},
+		{8 * sandbox.MiB, 8 * sandbox.MiB, ""},
+		{32 * sandbox.MiB, 8 * sandbox.MiB, "tmp-ok\n"},
+		{8 * sandbox.MiB, 32 * sandbox.MiB, "workspace-ok\n"},
+		{32 * sandbox.MiB, 32 * sandbox.MiB, "tmp-ok\nworkspace-ok\n"},
+		{32 * sandbox.MiB, 32 * sandbox.MiB, "tmp-ok\nworkspace-ok\n"},
+		{8 * sandbox.MiB, 8 * sandbox.MiB, ""},
+	}
+	for i, step := range steps {
+		res, err := b.Run(context.Background(), &sandbox.Spec{
+			Args:   []string{"/bin/sh", "-c", script},
+			Mounts: native.BaseMounts(),
+			Limits: sandbox.Limits{TmpSize: step.tmp, WorkspaceSize: step.workspace},
+		})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if string(res.Stdout) != step.want {
+			t.Fatalf("step %d (tmp %d MiB, workspace %d MiB): stdout %q, want %q; stderr %s",
+				i, step.tmp/sandbox.MiB, step.workspace/sandbox.MiB, res.Stdout, step.want, res.Stderr)
+		}
+	}
+}

@@ -134,7 +134,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}()
 
 	// The second phase is also the go signal: the init blocks on it.
-	if _, err := sp.config.Write(frame(r.setup.buf)); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if _, err := sp.config.Write(frame(r.resize(sp))); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return nil, fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
 	}
 	_ = sp.config.Close()
@@ -306,7 +306,7 @@ func readLine(f *os.File, limit int) ([]byte, error) {
 // plan encodes the second phase of the setup: what is particular to this
 // run. The first phase, shared by every run, is the backend's (firstPhase).
 func (r *run) plan() error {
-	s, lim, b := r.spec, r.spec.Limits, r.b
+	s, b := r.spec, r.b
 	uid := b.innerUID
 	w := &r.setup
 	for _, m := range s.Mounts {
@@ -314,13 +314,14 @@ func (r *run) plan() error {
 			return err
 		}
 	}
-	w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1))
+	// /tmp and a private /workspace are mounted in the first phase
+	// (resized in resize if need be); a host workspace goes over the
+	// latter.
 	if s.Workspace != "" {
 		if err := r.hostWorkspace(); err != nil {
 			return err
 		}
 	} else {
-		w.op(nsinit.OpTmpfs, sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, uid))
 		made := map[string]bool{}
 		for _, f := range s.Files {
 			for dir := path.Dir(f.Path); dir != "."; dir = path.Dir(dir) {
@@ -354,6 +355,24 @@ func (r *run) plan() error {
 		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, len(w.buf), nsinit.MaxConfig)
 	}
 	return nil
+}
+
+// resize returns the second phase for sandbox sp: the run's setup, after
+// the operations that give /tmp and /workspace the run's sizes where the
+// first phase mounted them with others.
+func (r *run) resize(sp *started) []byte {
+	lim := r.spec.Limits
+	var w setup
+	if lim.TmpSize != sp.tmpSize {
+		w.op(nsinit.OpRemount, sandbox.TmpDir, fmt.Sprintf("size=%d", lim.TmpSize))
+	}
+	if r.spec.Workspace == "" && lim.WorkspaceSize != sp.workspaceSize {
+		w.op(nsinit.OpRemount, sandbox.WorkspaceDir, fmt.Sprintf("size=%d", lim.WorkspaceSize))
+	}
+	if len(w.buf) == 0 {
+		return r.setup.buf
+	}
+	return append(w.buf, r.setup.buf...)
 }
 
 func tmpfsOptions(size int64, mode os.FileMode, uid int) string {

@@ -32,6 +32,9 @@ type started struct {
 	// limits it has now.
 	group  *cgroup.Group
 	limits cgroup.Limits
+	// tmpSize and workspaceSize are the sizes of the /tmp and /workspace
+	// mounted in the first phase.
+	tmpSize, workspaceSize int64
 	// opened are the bind sources the init opened in its first phase.
 	opened map[string]bool
 	// The parent's ends of the init's pipes.
@@ -45,7 +48,8 @@ type started struct {
 func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 	var parent, child []*os.File
 	var group *cgroup.Group
-	limits := b.recentLimits()
+	recent := b.recentLimits()
+	limits := cgroupLimits(recent)
 	if b.cgroups != nil {
 		// The run's limits are set when it is known (take); until then
 		// the init only waits, in a group limited as the latest run was,
@@ -92,11 +96,12 @@ func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 		return nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
 	}
 	s := &started{
-		proc:   proc,
-		waited: make(chan *os.ProcessState, 1),
-		group:  group,
-		limits: limits,
-		stdin:  parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
+		proc:    proc,
+		waited:  make(chan *os.ProcessState, 1),
+		group:   group,
+		limits:  limits,
+		tmpSize: recent.TmpSize, workspaceSize: recent.WorkspaceSize,
+		stdin: parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
 	}
 	go func() {
 		st, _ := proc.Wait()
@@ -111,7 +116,7 @@ func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
-	first, opened := b.firstPhase(extra)
+	first, opened := b.firstPhase(extra, recent)
 	s.opened = opened
 	if _, err := s.config.Write(first); err != nil {
 		s.kill()
@@ -270,12 +275,8 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 	if err != nil {
 		return nil, err
 	}
-	want := cgroup.Limits{
-		Memory:    lim.Memory,
-		Processes: lim.Processes + 1, // the init
-		CPUs:      lim.CPUs,
-	}
-	b.recent.Store(&want)
+	b.recent.Store(&lim)
+	want := cgroupLimits(lim)
 	if s.group != nil && s.limits != want {
 		if err := s.group.Update(want); err != nil {
 			s.discard()
@@ -286,13 +287,22 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 	return s, nil
 }
 
-// recentLimits are the cgroup limits of the latest run, or none before the
+// recentLimits are the limits of the latest run, or the defaults before the
 // first.
-func (b *Backend) recentLimits() cgroup.Limits {
+func (b *Backend) recentLimits() sandbox.Limits {
 	if l := b.recent.Load(); l != nil {
 		return *l
 	}
-	return cgroup.Limits{}
+	return sandbox.DefaultLimits
+}
+
+// cgroupLimits are the cgroup limits of a run limited by lim.
+func cgroupLimits(lim sandbox.Limits) cgroup.Limits {
+	return cgroup.Limits{
+		Memory:    lim.Memory,
+		Processes: lim.Processes + 1, // the init
+		CPUs:      lim.CPUs,
+	}
 }
 
 func (b *Backend) warm(sources []string) (*started, error) {

@@ -840,6 +840,12 @@ static void apply(struct config *c, struct exec_plan *plan)
 			if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, o->argv[1].s) < 0)
 				fail("mount tmpfs on %.256s", o->argv[0].s);
 			break;
+		case OP_REMOUNT:
+			want_args(o, 2);
+			in_root(c, o->argv[0].s, path);
+			if (mount(NULL, path, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, o->argv[1].s) < 0)
+				fail("remount %.256s", o->argv[0].s);
+			break;
 		case OP_FILE:
 			op_file(c, o);
 			break;

@@ -39,6 +39,7 @@ const (
 	OpDev       = C.OP_DEV
 	OpStdinNull = C.OP_STDIN_NULL
 	OpPreopen   = C.OP_PREOPEN
+	OpRemount   = C.OP_REMOUNT
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

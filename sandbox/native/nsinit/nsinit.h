@@ -28,6 +28,7 @@ enum nsinit_op {
 	OP_DEV = 17,     /* name: bind /dev/<name> from the host */
 	OP_STDIN_NULL = 18, /* (none): the program reads /dev/null */
 	OP_PREOPEN = 19, /* path: open a bind source a later phase may use */
+	OP_REMOUNT = 20, /* dst, options: change the options of a tmpfs */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"
