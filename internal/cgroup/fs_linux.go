@@ -109,6 +109,26 @@ func readAt(dirfd int, f ctl, buf []byte) ([]byte, error) {
 	return nil, unix.EFBIG
 }
 
+// preadAll reads the whole of an open control file from its start into buf,
+// as readAt does. cgroupfs generates a file's content afresh for a read at
+// offset zero.
+func preadAll(fd int, buf []byte) ([]byte, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case m == 0:
+			return buf[:n], nil
+		}
+		n += m
+	}
+	return nil, unix.EFBIG
+}
+
 // readPids appends the pids listed in the cgroup.procs of the group at
 // dirfd to dst. An empty group costs one open, one read and one close.
 func readPids(dirfd int, dst []int) ([]int, error) {

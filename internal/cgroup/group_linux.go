@@ -31,7 +31,10 @@ type Group struct {
 	mu sync.RWMutex
 	// fds are O_PATH descriptors of the group's directory, one per
 	// hierarchy; -1 once closed.
-	fds       []int
+	fds []int
+	// stats are the control files Stats reads, opened once: opening a
+	// cgroupfs file costs far more than reading it again.
+	stats     []statFile
 	made      int // directories created, for rollback
 	destroyed bool
 	// peak is the largest memory.current seen, for v2 kernels without
@@ -90,9 +93,51 @@ func (g *Group) Stats() (Stats, error) {
 	return g.statsV1(buf[:])
 }
 
+// statFile is an open control file of hierarchy h.
+type statFile struct {
+	h  int
+	f  ctl
+	fd int
+}
+
+// statFiles are the control files Stats reads.
+func (m *Manager) statFiles() []statFile {
+	if m.version == V2 {
+		files := []statFile{{0, ctlCPUStat, -1}, {0, ctlMemoryCurrent, -1}, {0, ctlMemoryEvents, -1}}
+		if m.peak {
+			files = append(files, statFile{0, ctlMemoryPeak, -1})
+		}
+		return files
+	}
+	return []statFile{{m.cpuacct, ctlCPUAcctUsage, -1}, {m.mem, ctlMemUsage, -1}, {m.mem, ctlMemMaxUsage, -1}, {m.mem, ctlOOMControl, -1}}
+}
+
+// openStats opens the control files Stats reads. One that cannot be
+// opened now is left to Stats, which then reports why.
+func (g *Group) openStats() {
+	g.stats = g.m.statFiles()
+	for i := range g.stats {
+		s := &g.stats[i]
+		if fd, err := openat(g.fds[s.h], s.f, unix.O_RDONLY); err == nil {
+			s.fd = fd
+		}
+	}
+}
+
+// read reads the control file f of hierarchy h, through the descriptor
+// opened for Stats if there is one.
+func (g *Group) read(h int, f ctl, buf []byte) ([]byte, error) {
+	for _, s := range g.stats {
+		if s.h == h && s.f.name == f.name && s.fd >= 0 {
+			return preadAll(s.fd, buf)
+		}
+	}
+	return readAt(g.fds[h], f, buf)
+}
+
 // readNumber reads a file holding a single number.
 func (g *Group) readNumber(h int, f ctl, buf []byte) (int64, error) {
-	data, err := readAt(g.fds[h], f, buf)
+	data, err := g.read(h, f, buf)
 	if err != nil {
 		return 0, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, f.name, err)
 	}
@@ -106,7 +151,7 @@ func (g *Group) readNumber(h int, f ctl, buf []byte) (int64, error) {
 // readKey reads the value of key in a flat-keyed file; an absent key reads
 // as zero.
 func (g *Group) readKey(h int, f ctl, key string, buf []byte) (int64, error) {
-	data, err := readAt(g.fds[h], f, buf)
+	data, err := g.read(h, f, buf)
 	if err != nil {
 		return 0, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, f.name, err)
 	}
@@ -330,6 +375,12 @@ func (g *Group) Destroy() error {
 }
 
 func (g *Group) closeFDs() {
+	for i, s := range g.stats {
+		if s.fd >= 0 {
+			_ = unix.Close(s.fd)
+			g.stats[i].fd = -1
+		}
+	}
 	for i, fd := range g.fds {
 		if fd >= 0 {
 			_ = unix.Close(fd)

@@ -121,6 +121,7 @@ func (m *Manager) Create(name string, l Limits) (_ *Group, retErr error) {
 		}
 		g.fds[i] = fd
 	}
+	g.openStats()
 	if m.version == V2 {
 		return g, g.limitV2(l)
 	}
