@@ -97,6 +97,7 @@ func Run(t *testing.T, env Env) {
 		{"CPUAndMemoryMeasured", s.testMeasured},
 		{"Samples", s.testSamples},
 		{"InvalidSpec", s.testInvalidSpec},
+		{"ProgramMissing", s.testProgramMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t)
@@ -685,6 +686,22 @@ func (s *suite) testInvalidSpec(t *testing.T) {
 			t.Errorf("spec %+v: err %v, want ErrInvalidSpec", spec, err)
 		}
 	}
+}
+
+// testProgramMissing runs a program that is not there: the run must end at
+// once, as an error or as a failed run, never as a success or a hang, and
+// then a run must work again.
+func (s *suite) testProgramMissing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	res, err := s.Backend.Run(ctx, s.spec("/no/such/program"))
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("a missing program hung the run: %v", err)
+	case err == nil && res.Status == sandbox.StatusOK:
+		t.Fatalf("a missing program ran: %+v", res)
+	}
+	expect(t, s.run(t, s.spec("/bin/true")), sandbox.StatusOK)
 }
 
 // buildC compiles a static program on the host.

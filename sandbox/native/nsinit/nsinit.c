@@ -701,6 +701,21 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 	child_fail(errfd, "exec");
 }
 
+struct child_args {
+	const struct exec_plan *plan;
+	int errfd;
+};
+
+// child_stack is the stack of the program's process while it shares the
+// init's memory; the init is suspended meanwhile.
+static char child_stack[64 << 10] __attribute__((aligned(16)));
+
+static int child_main(void *p)
+{
+	const struct child_args *a = p;
+	exec_program(a->plan, a->errfd, -1);
+}
+
 // preopen opens a bind source for later. A source named only as one a
 // later run may need (OP_PREOPEN) may have gone since: it is skipped, and
 // a run that does need it finds out when it binds it.
@@ -949,15 +964,23 @@ static void __attribute__((noreturn)) run(void)
 	int pipefd[2], gofd[2] = {-1, -1};
 	if (pipe2(pipefd, O_CLOEXEC) < 0 || (overlap && pipe2(gofd, O_CLOEXEC) < 0))
 		fail("pipe");
-	pid_t child = fork();
+	pid_t child;
+	if (overlap) {
+		child = fork();
+		if (child == 0) {
+			close(pipefd[0]);
+			close(gofd[1]);
+			exec_program(&plan, pipefd[1], gofd[0]);
+		}
+	} else {
+		// The init has nothing to do until the program has exec'd: it
+		// lends the program's process its memory until then instead of
+		// having it copied (page tables, then a fault per page written).
+		struct child_args args = {&plan, pipefd[1]};
+		child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+	}
 	if (child < 0)
 		fail("fork");
-	if (child == 0) {
-		close(pipefd[0]);
-		if (overlap)
-			close(gofd[1]);
-		exec_program(&plan, pipefd[1], gofd[0]);
-	}
 	close(pipefd[1]);
 	if (overlap) {
 		close(gofd[0]);
