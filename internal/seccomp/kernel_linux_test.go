@@ -28,7 +28,9 @@ const childEnv = "CODERUNNER_SECCOMP_TEST_CHILD"
 const missingMountpoint = "/nonexistent/coderunner-seccomp-test"
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(childEnv); mode != "" {
+	if mode := os.Getenv(childEnv); mode == attachMode {
+		os.Exit(runAttachChild())
+	} else if mode != "" {
 		os.Exit(runChild(mode))
 	}
 	os.Exit(m.Run())
@@ -211,7 +213,7 @@ func seccompThreads() (threads, filtered int) {
 	return threads, filtered
 }
 
-func requireSeccomp(t *testing.T) {
+func requireSeccomp(t testing.TB) {
 	t.Helper()
 	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	testutil.Require(t, err == nil, fmt.Sprintf("kernel has no seccomp support: %v", err))
