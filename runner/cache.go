@@ -38,6 +38,10 @@ type KeyInput struct {
 	Language string `json:"language"`
 	// Toolchain is the toolchain's version line.
 	Toolchain string `json:"toolchain"`
+	// Environment is where the compiler runs: the backend's name, and the
+	// image for a backend that runs each language in its own image, whose
+	// compiler need not be the host's.
+	Environment string `json:"environment"`
 	// Args is the expanded compile argv.
 	Args []string `json:"args"`
 	// Env is the complete environment of the compile step.

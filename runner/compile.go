@@ -29,6 +29,8 @@ const maxCompileAttempts = 3
 type compileStep struct {
 	lang    *lang.Language
 	version string
+	// where is the compile environment (KeyInput.Environment).
+	where string
 	args    []string
 	env     []string
 	source  string // file name in the workspace
@@ -44,11 +46,26 @@ func (r *Runner) newStep(l *lang.Language, version, source, class, code string) 
 	return &compileStep{
 		lang:    l,
 		version: version,
+		where:   r.environment(l),
 		args:    l.CompileArgs(vars),
 		env:     environment(l.Env, tunings[l.ID].compileEnv),
 		source:  source,
 		code:    code,
 	}
+}
+
+// imager is a backend that runs each language in an image of its own.
+type imager interface {
+	ImageFor(language string) string
+}
+
+// environment names where l's compiler runs, for the cache key.
+func (r *Runner) environment(l *lang.Language) string {
+	where := r.backend.Name()
+	if im, ok := r.backend.(imager); ok {
+		where += " " + im.ImageFor(l.ID)
+	}
+	return where
 }
 
 // key is the cache key of the step.
@@ -57,6 +74,7 @@ func (s *compileStep) key() string {
 	return KeyInput{
 		Language:     s.lang.ID,
 		Toolchain:    s.version,
+		Environment:  s.where,
 		Args:         s.args,
 		Env:          s.env,
 		Source:       s.source,

@@ -82,12 +82,13 @@ func TestKey(t *testing.T) {
 		SourceSHA256: strings.Repeat("ab", 32),
 	}
 	variants := map[string]func(k *KeyInput){
-		"language":  func(k *KeyInput) { k.Language = "cpp" },
-		"toolchain": func(k *KeyInput) { k.Toolchain = "gcc (Debian 13.1.0) 13.1.0" },
-		"flags":     func(k *KeyInput) { k.Args = slices.Replace(slices.Clone(k.Args), 1, 2, "-O0") },
-		"env":       func(k *KeyInput) { k.Env = append(slices.Clone(k.Env), "GOFLAGS=-trimpath") },
-		"source":    func(k *KeyInput) { k.Source = "Main.java" },
-		"code":      func(k *KeyInput) { k.SourceSHA256 = strings.Repeat("cd", 32) },
+		"language":    func(k *KeyInput) { k.Language = "cpp" },
+		"toolchain":   func(k *KeyInput) { k.Toolchain = "gcc (Debian 13.1.0) 13.1.0" },
+		"environment": func(k *KeyInput) { k.Environment = "docker gcc:13" },
+		"flags":       func(k *KeyInput) { k.Args = slices.Replace(slices.Clone(k.Args), 1, 2, "-O0") },
+		"env":         func(k *KeyInput) { k.Env = append(slices.Clone(k.Env), "GOFLAGS=-trimpath") },
+		"source":      func(k *KeyInput) { k.Source = "Main.java" },
+		"code":        func(k *KeyInput) { k.SourceSHA256 = strings.Repeat("cd", 32) },
 		// A boundary moved between two arguments is another argv.
 		"split": func(k *KeyInput) { k.Args = []string{"/usr/bin/gcc -O2", "-o", "/workspace/main", "/workspace/main.c"} },
 	}
@@ -414,6 +415,56 @@ func TestPrepareFakeNoProgram(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Join(r.CacheDir(), entriesDir))
 	if len(ents) != 0 {
 		t.Errorf("a failed compile left %d cache entries", len(ents))
+	}
+}
+
+// imageBackend is a fake backend that runs each language in an image.
+type imageBackend struct {
+	*fakeBackend
+	image string
+}
+
+func (b imageBackend) ImageFor(string) string { return b.image }
+
+// TestCacheKeyedByImage shares one cache between backends whose compilers
+// differ: a program compiled in one image must not be reused by a backend
+// that compiles in another, and must be by one that compiles in the same.
+func TestCacheKeyedByImage(t *testing.T) {
+	dir := reachableDir(t)
+	code := "int main(void) { return 0; }"
+	compiles := func(be sandbox.Backend, counter *fakeBackend) int64 {
+		t.Helper()
+		before := counter.runs.Load()
+		r := newFake(t, be, Options{CacheDir: dir})
+		if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
+			testutil.Require(t, false, "no C compiler here: "+tc.Reason)
+		}
+		p, err := r.PrepareProgram(context.Background(), "c", code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Close()
+		return counter.runs.Load() - before
+	}
+	plant := func(spec *sandbox.Spec) error { return writeBinary(spec.Workspace) }
+	host := &fakeBackend{plant: plant}
+	gcc12 := imageBackend{&fakeBackend{plant: plant}, "gcc:12"}
+	gcc13 := imageBackend{&fakeBackend{plant: plant}, "gcc:13"}
+	for _, step := range []struct {
+		name    string
+		be      sandbox.Backend
+		counter *fakeBackend
+		want    int64
+	}{
+		{"host compiles", host, host, 1},
+		{"host again: cached", host, host, 0},
+		{"image gcc:12 compiles", gcc12, gcc12.fakeBackend, 1},
+		{"image gcc:13 compiles", gcc13, gcc13.fakeBackend, 1},
+		{"image gcc:12 again: cached", gcc12, gcc12.fakeBackend, 0},
+	} {
+		if got := compiles(step.be, step.counter); got != step.want {
+			t.Errorf("%s: %d compiles, want %d", step.name, got, step.want)
+		}
 	}
 }
 

@@ -186,6 +186,11 @@ func parseUser(u string) (uid, gid int, err error) {
 // Name returns "docker".
 func (b *Backend) Name() string { return "docker" }
 
+// ImageFor returns the image that runs the language id's programs and
+// compiler. A compile cache keys on it: the image's compiler need not be
+// the host's.
+func (b *Backend) ImageFor(id string) string { return b.images.forLanguage(id) }
+
 // CheckAvailable reports whether the engine answers (spec 004's
 // check_docker_available): nil when it does.
 func (b *Backend) CheckAvailable(ctx context.Context) error {

@@ -82,6 +82,16 @@ func newImages(t *lang.Table, def string) *images {
 	return m
 }
 
+// forLanguage is the image of the language id, or the default image.
+func (m *images) forLanguage(id string) string {
+	for _, l := range m.langs {
+		if l.id == id && l.image != "" {
+			return l.image
+		}
+	}
+	return m.def
+}
+
 // refs maps each configured image to the languages it runs ("default" for
 // the image of programs no language claims).
 func (m *images) refs() map[string][]string {
