@@ -581,6 +581,9 @@ static void report(const char *fmt, ...)
 struct exec_plan {
 	const struct op *user, *cwd, *seccomp, *argv, *env;
 	int stdin_null;
+	// null is /dev/null opened read-only in the first phase, for a
+	// program whose stdin it is.
+	int null;
 	const struct op *rlimits[32];
 	int nrlimits;
 };
@@ -638,13 +641,8 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 {
 	if (setsid() < 0)
 		child_fail(errfd, "setsid");
-	if (p->stdin_null) {
-		int fd = open("/dev/null", O_RDONLY);
-		if (fd < 0 || dup2(fd, 0) < 0)
-			child_fail(errfd, "open /dev/null");
-		if (fd != 0)
-			close(fd);
-	}
+	if (p->stdin_null && dup2(p->null, 0) < 0)
+		child_fail(errfd, "stdin from /dev/null");
 	// Nothing but stdin, stdout, stderr and the error pipe survives exec.
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail(errfd, "close_range");
@@ -945,6 +943,9 @@ static void __attribute__((noreturn)) run(void)
 	}
 	pivot(&c);
 	lock_capabilities();
+	plan.null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (plan.null < 0)
+		fail("open /dev/null");
 
 	buf = read_frame(NSINIT_CONFIG_FD, &size);
 	close(NSINIT_CONFIG_FD);
