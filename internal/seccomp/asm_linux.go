@@ -7,7 +7,9 @@ import (
 )
 
 // label names a place in the program that jumps go to. Classic BPF only
-// jumps forward, so a label must be marked after every jump to it.
+// jumps forward, so a label must be marked after every jump to it. The
+// constants below name the fixed blocks; newLabel hands out more, one per
+// node of the dispatch tree.
 type label int
 
 const (
@@ -19,6 +21,7 @@ const (
 	lblClone
 	lblIoctl
 	lblPersonality
+	firstFreeLabel // first label newLabel may return
 )
 
 // asm assembles a classic BPF program whose jumps name labels instead of
@@ -27,6 +30,11 @@ const (
 type asm struct {
 	insns  []insn
 	labels map[label]int
+	// free is the next label newLabel returns, once past firstFreeLabel.
+	free label
+	// remarked lists labels marked more than once, which assemble refuses:
+	// jumps to them would silently go to the last mark only.
+	remarked []label
 }
 
 type insn struct {
@@ -53,9 +61,20 @@ func (p *asm) jump(to label) {
 	p.insns = append(p.insns, insn{f: unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA}, ja: to})
 }
 
+// newLabel returns a label no other part of the program uses.
+func (p *asm) newLabel() label {
+	p.free = max(p.free, firstFreeLabel)
+	l := p.free
+	p.free++
+	return l
+}
+
 func (p *asm) mark(l label) {
 	if p.labels == nil {
 		p.labels = make(map[label]int)
+	}
+	if _, ok := p.labels[l]; ok {
+		p.remarked = append(p.remarked, l)
 	}
 	p.labels[l] = len(p.insns)
 }
@@ -65,6 +84,9 @@ func (p *asm) mark(l label) {
 func (p *asm) assemble() ([]unix.SockFilter, error) {
 	if len(p.insns) > bpfMaxInsns {
 		return nil, fmt.Errorf("program has %d instructions, more than %d", len(p.insns), bpfMaxInsns)
+	}
+	if len(p.remarked) > 0 {
+		return nil, fmt.Errorf("label %d marked twice", p.remarked[0])
 	}
 	offset := func(at int, to label) (int, error) {
 		if to == next {

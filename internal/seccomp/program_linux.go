@@ -80,6 +80,18 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 	// Dispatch on nr alone, loading arguments only in the blocks below:
 	// that lets the kernel (5.11+) prove the filter always allows every
 	// other call and skip running it for them.
+	targets := make(map[uint32]label)
+	add := func(name string, to label) error {
+		n, err := nr(name)
+		if err != nil {
+			return err
+		}
+		if other, dup := targets[n]; dup {
+			return fmt.Errorf("unable to build seccomp filter for %s: %s has number %d, already sent to label %d", goarch, name, n, other)
+		}
+		targets[n] = to
+		return nil
+	}
 	for _, special := range []struct {
 		name string
 		to   label
@@ -89,23 +101,21 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 		{"ioctl", lblIoctl},
 		{"personality", lblPersonality},
 	} {
-		n, err := nr(special.name)
-		if err != nil {
+		if err := add(special.name, special.to); err != nil {
 			return nil, err
 		}
-		p.jeq(n, special.to, next)
 	}
 	for _, name := range denied {
 		if a.absent[name] {
 			continue
 		}
-		n, err := nr(name)
-		if err != nil {
+		if err := add(name, lblEPERM); err != nil {
 			return nil, err
 		}
-		p.jeq(n, lblEPERM, next)
 	}
-	p.jump(lblAllow)
+	if err := p.dispatch(spans(targets, lblAllow)); err != nil {
+		return nil, fmt.Errorf("unable to build seccomp filter for %s: %w", goarch, err)
+	}
 
 	// clone: refuse new namespaces, allow fork, vfork and threads. The flags
 	// are args[0] on both amd64 and arm64 (CLONE_BACKWARDS on arm64 swaps

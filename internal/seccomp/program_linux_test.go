@@ -180,6 +180,21 @@ func TestAssembleRejectsBadJumps(t *testing.T) {
 			p.mark(lblEPERM)
 			p.ret(retEPERM)
 		}, "more than a conditional jump"},
+		{"label marked twice", func(p *asm) {
+			p.jeq(1, lblEPERM, next)
+			p.mark(lblEPERM)
+			p.ret(retAllow)
+			p.mark(lblEPERM)
+			p.ret(retEPERM)
+		}, "marked twice"},
+		{"fresh label marked twice", func(p *asm) {
+			l := p.newLabel()
+			p.jeq(1, l, next)
+			p.mark(l)
+			p.ret(retAllow)
+			p.mark(l)
+			p.ret(retEPERM)
+		}, "marked twice"},
 		{"too many instructions", func(p *asm) {
 			for range bpfMaxInsns + 1 {
 				p.ret(retAllow)
@@ -195,6 +210,21 @@ func TestAssembleRejectsBadJumps(t *testing.T) {
 				t.Errorf("assemble() error = %v, want one mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestNewLabelIsFresh(t *testing.T) {
+	var p asm
+	seen := make(map[label]bool)
+	for l := next; l < firstFreeLabel; l++ {
+		seen[l] = true
+	}
+	for range 1000 {
+		l := p.newLabel()
+		if seen[l] {
+			t.Fatalf("newLabel returned %d twice or a fixed label", l)
+		}
+		seen[l] = true
 	}
 }
 
