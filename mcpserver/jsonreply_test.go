@@ -191,7 +191,7 @@ func TestHTTPContentTypes(t *testing.T) {
 	var exec struct {
 		ID     int `json:"id"`
 		Result struct {
-			IsError           bool                    `json:"isError"`
+			IsError           bool                      `json:"isError"`
 			StructuredContent struct{ Stdout string } `json:"structuredContent"`
 		} `json:"result"`
 	}
