@@ -117,12 +117,9 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // one MCP session per client (Mcp-Session-Id), closes sessions idle for
 // an hour, and refuses requests whose Host is not local on a local
 // listener (DNS rebinding protection); authentication is the caller's.
-// A call whose only message is its response is answered with a JSON
-// body; one that sends notifications first (judge_code's progress) with
-// an event stream.
 func (s *Server) Handler() http.Handler {
-	return jsonReplies(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:         s.log,
 		SessionTimeout: idleHTTPSession,
-	}))
+	})
 }
