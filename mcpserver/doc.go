@@ -26,10 +26,6 @@
 // program that fails or times out is a successful call whose result says
 // so; a request the sandbox refused, or could not run, is.
 //
-// Over HTTP, a call whose only message is its result is answered with a
-// JSON body, and one that sends progress first with an event stream; the
-// SDK's handler would choose once per session.
-//
 // Cancellation by the client (notifications/cancelled, or the HTTP request
 // going away) cancels the call's context, which stops the sandboxed
 // program and everything it started.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -140,14 +139,8 @@ func connect(t testing.TB, s *Server, transport string, opts *mcp.ClientOptions)
 		}
 		t.Cleanup(func() { _ = ss.Close() })
 		ct = &mcp.IOTransport{Reader: clientRead, Writer: clientWrite}
-	case "http", "http-sdk":
-		// the server's Handler, or the SDK's handler alone, which
-		// answers every call with an event stream.
-		var h http.Handler = s.Handler()
-		if transport == "http-sdk" {
-			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
-		}
-		ts := httptest.NewServer(h)
+	case "http":
+		ts := httptest.NewServer(s.Handler())
 		t.Cleanup(ts.Close)
 		ct = &mcp.StreamableClientTransport{Endpoint: ts.URL}
 	}

@@ -89,12 +89,6 @@ func run(n int, bin string, warm int) error {
 		return err
 	}
 	defer closeHTTP()
-	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
-	sdkSession, closeSDK, err := serveHTTP(ctx, sdkHandler)
-	if err != nil {
-		return err
-	}
-	defer closeSDK()
 	stdioSession, err := startStdio(ctx, bin)
 	if err != nil {
 		return err
@@ -132,7 +126,6 @@ func run(n int, bin string, warm int) error {
 			return check(res)
 		}},
 		{name: "MCP streamable HTTP", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
-		{name: "MCP HTTP, SDK streams", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, sdkSession, args) }},
 		{name: "MCP stdio (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, stdioSession, args) }},
 		{name: "MCP pipe (in process)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, realPipe, args) }},
 		{name: "MCP HTTP, no-op executor", call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
