@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -303,5 +304,93 @@ func TestWarmTmpfsSizesFollowEachRun(t *testing.T) {
 			t.Fatalf("step %d (tmp %d MiB, workspace %d MiB): stdout %q, want %q; stderr %s",
 				i, step.tmp/sandbox.MiB, step.workspace/sandbox.MiB, res.Stdout, step.want, res.Stderr)
 		}
+	}
+}
+
+// sandboxInits counts the sandbox inits this test process started that are
+// still there.
+func sandboxInits(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if !strings.HasPrefix(string(cmd), nsinit.ArgV0+"\x00") {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		// The parent pid is the fourth field, after the command in
+		// parentheses.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+			f := strings.Fields(string(stat[i+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && pid > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestWarmPoolWaitsForRuns checks that a warm backend does not start the
+// sandbox that replaces a taken one while that one's run is still going
+// (it would compete with the run for the CPU), and starts it afterwards;
+// and that a run in a sandbox started at background priority gets the
+// normal priority back.
+func TestWarmPoolWaitsForRuns(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{Warm: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	waitInits := func(want int) int {
+		n := 0
+		for range 100 {
+			if n = sandboxInits(t); n == want {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return n
+	}
+	if n := waitInits(2); n != 2 {
+		t.Fatalf("%d sandbox inits before the first run, want the 2 warm ones", n)
+	}
+	// A warm sandbox, started at background priority.
+	res, err := b.Run(context.Background(), &sandbox.Spec{Args: []string{"/usr/bin/nice"}, Mounts: native.BaseMounts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(res.Stdout)); res.Status != sandbox.StatusOK || got != "0" {
+		t.Fatalf("niceness inside the sandbox %q (status %s, stderr %s), want 0", got, res.Status, res.Stderr)
+	}
+	if n := waitInits(2); n != 2 {
+		t.Fatalf("%d sandbox inits before the run, want the 2 warm ones", n)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Run(context.Background(), &sandbox.Spec{
+			Args: []string{"/bin/sh", "-c", "sleep 1"}, Mounts: native.BaseMounts(),
+		})
+		done <- err
+	}()
+	// While the run sleeps: its own init and one warm one, and no third
+	// however long the pool has had to start it.
+	time.Sleep(500 * time.Millisecond)
+	if n := sandboxInits(t); n != 2 {
+		t.Errorf("%d sandbox inits during a run, want 2 (the run's and one warm)", n)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := waitInits(2); n != 2 {
+		t.Fatalf("%d sandbox inits after the run, want the pool refilled to 2", n)
 	}
 }

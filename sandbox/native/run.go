@@ -73,6 +73,9 @@ type run struct {
 // close kills whatever is left of the sandbox, removes its cgroup and
 // closes every descriptor.
 func (r *run) close() {
+	if sp := r.sandbox; sp != nil {
+		sp.done()
+	}
 	release := func() {
 		if sp := r.sandbox; sp != nil {
 			sp.kill()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -35,6 +36,13 @@ type started struct {
 	// tmpSize and workspaceSize are the sizes of the /tmp and /workspace
 	// mounted in the first phase.
 	tmpSize, workspaceSize int64
+	// background is set for an init started at the lowest CPU priority,
+	// ahead of need: take restores its priority.
+	background bool
+	// freeSlot, for an init taken from the warm pool, lets the pool start
+	// another; called once, by done.
+	freeSlot func()
+	freeOnce sync.Once
 	// opened are the bind sources the init opened in its first phase.
 	opened map[string]bool
 	// The parent's ends of the init's pipes.
@@ -147,6 +155,15 @@ func (s *started) discard() {
 	if s.group != nil {
 		_ = s.group.Destroy()
 	}
+	s.done()
+}
+
+// done tells the warm pool, if the init came from it, that its run is
+// over: the pool may start another.
+func (s *started) done() {
+	if s.freeSlot != nil {
+		s.freeOnce.Do(s.freeSlot)
+	}
 }
 
 // close releases the parent's ends of the pipes.
@@ -196,6 +213,9 @@ func (b *Backend) sysProcAttr() *syscall.SysProcAttr {
 	return attr
 }
 
+// backgroundNice is the nice value of sandboxes started ahead of need.
+const backgroundNice = 19
+
 // warmPool keeps sandbox inits started ahead of need, so that a run only
 // pays for its setup and its program. Every init is fresh and serves one
 // run; none is ever reused.
@@ -229,7 +249,19 @@ func (b *Backend) startPool(size int) {
 }
 
 // refill keeps one slot of the pool filled until the pool is closed.
+//
+// Starting a sandbox costs a few milliseconds of CPU (the kernel creating
+// namespaces, above all a network namespace, then the first phase), and a
+// refill starts the moment a run takes a sandbox: on a machine with few
+// cores it would compete with that run. As root, refills run at the
+// lowest priority instead, on a thread of their own whose priority the
+// init inherits, and take gives the init back the normal priority.
 func (b *Backend) refill(p *warmPool) {
+	background := false
+	if b.privileged {
+		runtime.LockOSThread() // the thread ends with the goroutine
+		background = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), backgroundNice) == nil
+	}
 	delay := 10 * time.Millisecond
 	for {
 		select {
@@ -250,6 +282,7 @@ func (b *Backend) refill(p *warmPool) {
 			}
 		}
 		delay = 10 * time.Millisecond
+		s.background = background
 		p.ready <- s // never blocks: slots bounds what is in ready
 	}
 }
@@ -274,6 +307,12 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 	}
 	if err != nil {
 		return nil, err
+	}
+	if s.background {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, s.proc.Pid, 0); err != nil {
+			s.discard()
+			return nil, fmt.Errorf("%w: unable to restore the sandbox's priority: %w", sandbox.ErrSetup, err)
+		}
 	}
 	b.recent.Store(&lim)
 	want := cgroupLimits(lim)
@@ -310,22 +349,20 @@ func (b *Backend) warm(sources []string) (*started, error) {
 		for {
 			select {
 			case s := <-b.pool.ready:
-				<-b.pool.slots
 				if !s.alive() {
 					s.discard()
+					<-b.pool.slots
 					continue
 				}
 				if s.reaches(sources) {
+					// Its slot stays taken until its run is over, so
+					// that the refill does not compete with the run.
+					s.freeSlot = func() { <-b.pool.slots }
 					return s, nil
 				}
-				// Keep it for a run it suits; this one needs a source
-				// only a new init can open.
-				select {
-				case b.pool.slots <- struct{}{}:
-					b.pool.ready <- s
-				default:
-					s.discard()
-				}
+				// Keep it, with its slot, for a run it suits; this one
+				// needs a source only a new init can open.
+				b.pool.ready <- s // never blocks: it was just taken out
 				return b.spawn(sources)
 			default:
 			}
