@@ -30,11 +30,11 @@ type compileStep struct {
 	lang    *lang.Language
 	version string
 	// where is the compile environment (KeyInput.Environment).
-	where string
-	args    []string
-	env     []string
-	source  string // file name in the workspace
-	code    string
+	where  string
+	args   []string
+	env    []string
+	source string // file name in the workspace
+	code   string
 }
 
 func (r *Runner) newStep(l *lang.Language, version, source, class, code string) *compileStep {
