@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Latency (p50/p95/p99) and runs/s of sandboxed runs next to a bare fork/exec
 # of the same programs, measured in the same process at the same time, at
-# concurrency 1 and 2; then the three backends side by side (native, bwrap,
+# concurrency 1 and 2, back to back and with 20 ms between requests; then the three backends side by side (native, bwrap,
 # docker reusing a container per program, docker with a container per run:
 # a trivial run, a Python hello-world, a 10-test Python judge; p50/p95 and
 # the ratio to native); then the go test benchmarks. Needs root and gcc; the
@@ -13,6 +13,10 @@ GO="$(command -v go || echo /usr/local/go/bin/go)"
 n="${1:-300}"
 "$GO" build -o bin/sandboxbench ./tools/sandboxbench
 bin/sandboxbench -n "$n" -c 1,2
+echo
+# As a server sees requests: with a pause between them, in which sandboxes
+# started ahead of need are made ready.
+bin/sandboxbench -n "$n" -c 1 -gap 20ms
 echo
 scripts/start-dockerd.sh
 scripts/build-images.sh core

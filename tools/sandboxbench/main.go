@@ -94,8 +94,8 @@ func main() {
 	}
 	defer hot.Close()
 
-	fmt.Printf("%d runs per row, %v between runs; latency in ms; overhead = sandbox - bare at the same percentile\n\n", *n, *gap)
-	fmt.Printf("%-22s %-18s %2s %8s %8s %8s %9s %10s %10s\n", "program", "how", "c", "p50", "p95", "p99", "runs/s", "+p50", "+p95")
+	fmt.Printf("%d runs per row, %v between runs; latency in ms; overhead = sandbox - bare at the same percentile, ratio = sandbox / bare\n\n", *n, *gap)
+	fmt.Printf("%-22s %-18s %2s %8s %8s %8s %9s %10s %10s %7s %7s\n", "program", "how", "c", "p50", "p95", "p99", "runs/s", "+p50", "+p95", "x p50", "x p95")
 	for _, w := range workloads {
 		for _, c := range levels {
 			bareHost := w.args
@@ -224,7 +224,9 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
 func row(name, how string, c int, s stats, bare *stats) {
 	extra := ""
 	if bare != nil {
-		extra = fmt.Sprintf(" %+10.2f %+10.2f", float64(s.pct(.5)-bare.pct(.5))/1e6, float64(s.pct(.95)-bare.pct(.95))/1e6)
+		extra = fmt.Sprintf(" %+10.2f %+10.2f %7.2f %7.2f",
+			float64(s.pct(.5)-bare.pct(.5))/1e6, float64(s.pct(.95)-bare.pct(.95))/1e6,
+			float64(s.pct(.5))/float64(bare.pct(.5)), float64(s.pct(.95))/float64(bare.pct(.95)))
 	}
 	fmt.Printf("%-22s %-18s %2d %8s %8s %8s %9.0f%s\n", name, how, c, ms(s.pct(.5)), ms(s.pct(.95)), ms(s.pct(.99)), s.rate, extra)
 }
