@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Latency (p50/p95/p99) and runs/s of sandboxed runs next to a bare fork/exec
 # of the same programs, measured in the same process at the same time, at
-# concurrency 1 and 2, back to back and with 20 ms between requests; then the three backends side by side (native, bwrap,
-# docker reusing a container per program, docker with a container per run:
+# concurrency 1 and 2, back to back and with 20 ms between requests; then
+# the three backends side by side (native, bwrap, docker reusing a
+# container per program, docker with a container per run:
 # a trivial run, a Python hello-world, a 10-test Python judge; p50/p95 and
 # the ratio to native); then the go test benchmarks. Needs root and gcc; the
 # comparison also needs bwrap, dockerd and the local image (make images).
