@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func bare(b *testing.B, dir, code string, compile bool, tcs []judge.TestCase) {
 	}
 }
 
-func benchJudge(b *testing.B, cached bool, warm int) {
+func benchJudge(b *testing.B, cached bool, warm, parallel int) {
 	var be sandbox.Backend = nativeBackend(b)
 	if warm > 0 {
 		w, err := native.New(native.Options{Warm: warm})
@@ -76,7 +77,7 @@ func benchJudge(b *testing.B, cached bool, warm int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	j := judge.New(r, judge.Options{Parallel: 1})
+	j := judge.New(r, judge.Options{Parallel: parallel})
 	tcs := benchCases()
 	dir := b.TempDir()
 	if cached {
@@ -114,11 +115,18 @@ func benchJudge(b *testing.B, cached bool, warm int) {
 }
 
 // BenchmarkJudgeCompile compiles every time (a new source each iteration).
-func BenchmarkJudgeCompile(b *testing.B) { benchJudge(b, false, 0) }
+func BenchmarkJudgeCompile(b *testing.B) { benchJudge(b, false, 0, 1) }
 
 // BenchmarkJudgeCached judges a source already in the compile cache.
-func BenchmarkJudgeCached(b *testing.B) { benchJudge(b, true, 0) }
+func BenchmarkJudgeCached(b *testing.B) { benchJudge(b, true, 0, 1) }
 
 // BenchmarkJudgeCachedWarm is BenchmarkJudgeCached on a native backend
 // that starts its sandboxes ahead of need, as the server does.
-func BenchmarkJudgeCachedWarm(b *testing.B) { benchJudge(b, true, 2) }
+func BenchmarkJudgeCachedWarm(b *testing.B) { benchJudge(b, true, 2, 1) }
+
+// BenchmarkJudgeCachedParallel is BenchmarkJudgeCachedWarm with the
+// judge's default parallelism, one test per core, as `coderunner judge`
+// runs; the bare runs stay one at a time.
+func BenchmarkJudgeCachedParallel(b *testing.B) {
+	benchJudge(b, true, runtime.NumCPU(), runtime.NumCPU())
+}
