@@ -47,6 +47,8 @@ func cleanStale(string, *slog.Logger) {}
 
 func mountTmpfs(string, int64, int) error { return errors.New("tmpfs is not supported here") }
 
+func isMountPoint(string) bool { return false }
+
 func unmount(string) error { return nil }
 
 func fsUsage(string) (int64, error) { return 0, errors.New("not supported") }

@@ -25,12 +25,18 @@ const lockPoll = 20 * time.Millisecond
 // one session run one at a time whichever process makes them, and the lock
 // file records when the session was last used and how much it held then.
 //
-// The caps are those of Store, checked by walking the workspace, never by
-// mounting a tmpfs (a mount would outlive the process that made it).
-// Sessions idle for Options.IdleTimeout are removed by the next call of
-// any session, as are workspaces left without their lock file.
+// The caps are those of Store. As root each workspace is a tmpfs of
+// Options.MaxBytes and Options.MaxFiles, so that a call cannot fill the
+// disk while it runs; the mount outlives the process that made it, which
+// is what keeps the files for the next call, and goes when the session
+// does (or when the machine restarts: a session's files do not survive a
+// reboot). Otherwise, and with Options.NoTmpfs, the caps are checked by
+// walking the workspace before and after each call. Sessions idle for
+// Options.IdleTimeout are removed by the next call of any session, as are
+// workspaces left without their lock file.
 type PersistentStore struct {
-	opts Options
+	opts  Options
+	tmpfs bool
 }
 
 // OpenPersistent checks (creating it if needed) the directory that holds
@@ -40,7 +46,7 @@ func OpenPersistent(opts Options) (*PersistentStore, error) {
 	if err := ensureDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	p := &PersistentStore{opts: opts}
+	p := &PersistentStore{opts: opts, tmpfs: !opts.NoTmpfs && os.Geteuid() == 0 && tmpfsSupported}
 	p.Sweep()
 	return p, nil
 }
@@ -90,6 +96,13 @@ func (p *PersistentStore) Acquire(ctx context.Context, id string) (_ *Persistent
 		}
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("unable to create the workspace of session %q: %w", id, err)
+		}
+	}
+	if p.tmpfs && !isMountPoint(dir) {
+		// A new session, or one whose tmpfs went with a restart of the
+		// machine (what is left below is removed with the session).
+		if err := mountTmpfs(dir, p.opts.MaxBytes, p.opts.MaxFiles); err != nil {
+			return nil, fmt.Errorf("session %q: %w", id, err)
 		}
 	}
 	used, err := treeUsage(dir, p.opts.MaxFiles, maxDepth)
@@ -179,7 +192,13 @@ func (p *PersistentStore) Delete(ctx context.Context, id string) error {
 // lock the caller holds. A process waiting for the lock finds the file gone
 // once it gets it, and starts over.
 func (p *PersistentStore) remove(id string) error {
-	err := removeTree(filepath.Join(p.opts.Dir, id))
+	dir := filepath.Join(p.opts.Dir, id)
+	if isMountPoint(dir) {
+		if err := unmount(dir); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+	}
+	err := removeTree(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("unable to remove the workspace of session %q: %w", id, err)
 	}

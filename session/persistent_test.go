@@ -6,21 +6,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/testutil"
 )
 
 // openPersistent returns a PersistentStore on dir (a new test directory
 // when empty) with the clock c; two stores on one directory stand for two
-// processes.
+// processes. Its workspaces are plain directories, even as root
+// (TestPersistentTmpfs covers the tmpfs ones).
 func openPersistent(t *testing.T, dir string, c *clock, opts Options) *PersistentStore {
 	t.Helper()
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "sessions")
 	}
 	opts.Dir = dir
+	opts.NoTmpfs = true
 	opts.now = c.Now
 	p, err := OpenPersistent(opts)
 	if err != nil {
@@ -195,5 +199,63 @@ func TestPersistentExecute(t *testing.T) {
 	// workspace.
 	if _, err := p.Execute(context.Background(), ex, execute.Request{Code: "read a.txt"}); err == nil || err.Error() != "no workspace" {
 		t.Errorf("call without a session: %v", err)
+	}
+}
+
+// TestPersistentTmpfs checks that, as root, a session's workspace is a
+// tmpfs capped at MaxBytes while a call runs (a call cannot fill the disk),
+// that it keeps the files for another process's next call, and that ending
+// the session unmounts it.
+func TestPersistentTmpfs(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	open := func() *PersistentStore {
+		p, err := OpenPersistent(Options{Dir: dir, MaxBytes: 1 << 20, MaxFiles: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := open()
+	t.Cleanup(func() {
+		// Whatever happened, no mount is left in the test directory.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = p.Delete(ctx, "s1")
+	})
+	l := acquire(t, p, "s1")
+	defer l.Release()
+	if !isMountPoint(l.Dir()) {
+		t.Fatalf("the workspace of s1 is not a mount")
+	}
+	err := os.WriteFile(filepath.Join(l.Dir(), "big"), make([]byte, 2<<20), 0o600)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("writing 2 MiB into a 1 MiB session: %v, want ENOSPC", err)
+	}
+	if err := os.Remove(filepath.Join(l.Dir(), "big")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir(), "kept"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+
+	// Another process's store: the same tmpfs, the same files.
+	second := open()
+	l = acquire(t, second, "s1")
+	defer l.Release()
+	if b, err := os.ReadFile(filepath.Join(l.Dir(), "kept")); err != nil || string(b) != "kept" {
+		t.Errorf("the next call lost the file: %q, %v", b, err)
+	}
+	ws := l.Dir()
+	l.Release()
+	if err := second.Delete(context.Background(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if isMountPoint(ws) {
+		t.Errorf("the tmpfs of an ended session is still mounted")
+	}
+	if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the workspace of an ended session is still there: %v", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -149,12 +151,33 @@ func newApp(t *testing.T, stdin string) *testApp {
 		Stdin:     strings.NewReader(stdin),
 		Stdout:    ta.stdout,
 		Stderr:    ta.stderr,
-		LookupEnv: stateEnv(t.TempDir()),
+		LookupEnv: stateEnv(stateDir(t)),
 		Registry:  r,
 		Version:   "1.2.3",
 		Commit:    "abc123",
 	}
 	return ta
+}
+
+// stateDir is a test directory for the sessions of run. As root they are
+// tmpfs mounts, which outlive the command: they are unmounted when the test
+// ends, before the directory is removed.
+func stateDir(t *testing.T) string {
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+				if err := unix.Unmount(f[4], unix.MNT_DETACH); err != nil {
+					t.Errorf("unmount %s: %v", f[4], err)
+				}
+			}
+		}
+	})
+	return dir
 }
 
 // stateEnv is an environment holding only XDG_STATE_HOME=dir, so that

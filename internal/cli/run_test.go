@@ -333,7 +333,7 @@ func TestRunEnvironment(t *testing.T) {
 }
 
 func TestRunSessionKeepsFiles(t *testing.T) {
-	state := t.TempDir()
+	state := stateDir(t)
 	run := func(session, code string) (int, string, string) {
 		t.Helper()
 		ta := newApp(t, "")
@@ -364,7 +364,7 @@ func TestRunSessionKeepsFiles(t *testing.T) {
 }
 
 func TestRunSessionRefusals(t *testing.T) {
-	state := t.TempDir()
+	state := stateDir(t)
 	tests := []struct {
 		name, session, config string
 		want                  string
