@@ -109,24 +109,23 @@ func readAt(dirfd int, f ctl, buf []byte) ([]byte, error) {
 	return nil, unix.EFBIG
 }
 
-// preadAll reads the whole of an open control file from its start into buf,
-// as readAt does. cgroupfs generates a file's content afresh for a read at
-// offset zero.
+// preadAll reads an open control file from its start into buf with one
+// read: cgroupfs generates the whole content afresh for a read at offset
+// zero, so a second read could see another snapshot when two callers share
+// the descriptor. Files that do not fit buf are an error, as for readAt.
 func preadAll(fd int, buf []byte) ([]byte, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Pread(fd, buf[n:], int64(n))
+	for {
+		n, err := unix.Pread(fd, buf, 0)
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
 			return nil, err
-		case m == 0:
-			return buf[:n], nil
+		case n == len(buf):
+			return nil, unix.EFBIG
 		}
-		n += m
+		return buf[:n], nil
 	}
-	return nil, unix.EFBIG
 }
 
 // readPids appends the pids listed in the cgroup.procs of the group at

@@ -394,3 +394,45 @@ func TestWarmPoolWaitsForRuns(t *testing.T) {
 		t.Fatalf("%d sandbox inits after the run, want the pool refilled to 2", n)
 	}
 }
+
+// TestWarmProcessLimitFollowsEachRun alternates the process limit on a warm
+// backend, as TestWarmLimitsFollowEachRun does the memory limit.
+func TestWarmProcessLimitFollowsEachRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	_, err := os.Stat("/usr/bin/python3")
+	testutil.Require(t, err == nil, "needs /usr/bin/python3")
+	b, err := native.New(native.Options{Warm: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Forks 10 children that wait, and prints how many it could start.
+	code := `import os, time
+n = 0
+for i in range(10):
+    try:
+        if os.fork() == 0:
+            time.sleep(0.3)
+            os._exit(0)
+        n += 1
+    except OSError:
+        pass
+print(n)`
+	for i, step := range []struct {
+		processes int
+		all       bool
+	}{{5, false}, {5, false}, {50, true}, {50, true}, {5, false}, {50, true}} {
+		res, err := b.Run(context.Background(), &sandbox.Spec{
+			Args:   []string{"/usr/bin/python3", "-c", code},
+			Mounts: native.BaseMounts(),
+			Limits: sandbox.Limits{Processes: step.processes},
+		})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		got := strings.TrimSpace(string(res.Stdout))
+		if (got == "10") != step.all {
+			t.Fatalf("step %d (processes %d): started %q children, want all 10: %v; stderr %s", i, step.processes, got, step.all, res.Stderr)
+		}
+	}
+}

@@ -354,8 +354,9 @@ func (r *run) plan() error {
 	r.rlimits()
 	w.op(nsinit.OpArgv, s.Args...)
 	w.op(nsinit.OpEnv, s.Env...)
-	if len(w.buf) > nsinit.MaxConfig {
-		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, len(w.buf), nsinit.MaxConfig)
+	// resize may add a few hundred bytes.
+	if limit := nsinit.MaxConfig - 1024; len(w.buf) > limit {
+		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, len(w.buf), limit)
 	}
 	return nil
 }

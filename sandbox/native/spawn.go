@@ -58,6 +58,10 @@ func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 	var group *cgroup.Group
 	recent := b.recentLimits()
 	limits := cgroupLimits(recent)
+	// The first phase (a copy of the host's mount tree among others) is
+	// charged to the group: never less than this, whatever the latest run
+	// wanted.
+	limits.Memory = max(limits.Memory, firstPhaseMemory)
 	if b.cgroups != nil {
 		// The run's limits are set when it is known (take); until then
 		// the init only waits, in a group limited as the latest run was,
@@ -213,6 +217,10 @@ func (b *Backend) sysProcAttr() *syscall.SysProcAttr {
 	return attr
 }
 
+// firstPhaseMemory is the least memory a sandbox is started with, before
+// its run's limit is set.
+const firstPhaseMemory = 64 * sandbox.MiB
+
 // backgroundNice is the nice value of sandboxes started ahead of need.
 const backgroundNice = 19
 
@@ -226,6 +234,10 @@ type warmPool struct {
 	ready chan *started
 	quit  chan struct{}
 	done  chan struct{}
+	// mu orders a run putting back an init it could not use against
+	// Close emptying the pool for good (closed).
+	mu     sync.Mutex
+	closed bool
 }
 
 func (b *Backend) startPool(size int) {
@@ -259,8 +271,17 @@ func (b *Backend) startPool(size int) {
 func (b *Backend) refill(p *warmPool) {
 	background := false
 	if b.privileged {
-		runtime.LockOSThread() // the thread ends with the goroutine
-		background = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), backgroundNice) == nil
+		// The inits this thread starts die with it (Pdeathsig): it must
+		// outlive the pool, so it is given back, at the normal priority,
+		// rather than left to end with the goroutine.
+		runtime.LockOSThread()
+		tid := unix.Gettid()
+		background = unix.Setpriority(unix.PRIO_PROCESS, tid, backgroundNice) == nil
+		defer func() {
+			if unix.Setpriority(unix.PRIO_PROCESS, tid, 0) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
 	}
 	delay := 10 * time.Millisecond
 	for {
@@ -362,7 +383,14 @@ func (b *Backend) warm(sources []string) (*started, error) {
 				}
 				// Keep it, with its slot, for a run it suits; this one
 				// needs a source only a new init can open.
-				b.pool.ready <- s // never blocks: it was just taken out
+				b.pool.mu.Lock()
+				if b.pool.closed {
+					s.discard()
+					<-b.pool.slots
+				} else {
+					b.pool.ready <- s // never blocks: it was just taken out
+				}
+				b.pool.mu.Unlock()
 				return b.spawn(sources)
 			default:
 			}
@@ -410,6 +438,9 @@ func (b *Backend) Close() error {
 		}
 		close(b.pool.quit)
 		<-b.pool.done
+		b.pool.mu.Lock()
+		defer b.pool.mu.Unlock()
+		b.pool.closed = true
 		for {
 			select {
 			case s := <-b.pool.ready:

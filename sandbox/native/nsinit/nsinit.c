@@ -584,6 +584,9 @@ struct exec_plan {
 	// null is /dev/null opened read-only in the first phase, for a
 	// program whose stdin it is.
 	int null;
+	// argv and envp are built by the init, so that the program's process,
+	// which may share the init's memory until it execs, allocates nothing.
+	char **argvp, **envp;
 	const struct op *rlimits[32];
 	int nrlimits;
 };
@@ -666,15 +669,6 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 	if (chdir(p->cwd->argv[0].s) < 0)
 		child_fail(errfd, "chdir");
 
-	char **argv = calloc(p->argv->argc + 1, sizeof *argv);
-	char **envp = calloc(p->env->argc + 1, sizeof *envp);
-	if (!argv || !envp)
-		child_fail(errfd, "allocate argv");
-	for (uint32_t i = 0; i < p->argv->argc; i++)
-		argv[i] = (char *)p->argv->argv[i].s;
-	for (uint32_t i = 0; i < p->env->argc; i++)
-		envp[i] = (char *)p->env->argv[i].s;
-
 	if (go >= 0) {
 		char ready;
 		ssize_t got;
@@ -695,7 +689,7 @@ static void __attribute__((noreturn)) exec_program(const struct exec_plan *p, in
 	};
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 		child_fail(errfd, "seccomp");
-	execve(argv[0], argv, envp);
+	execve(p->argvp[0], p->argvp, p->envp);
 	child_fail(errfd, "exec");
 }
 
@@ -739,19 +733,39 @@ static void preopen(struct config *c, const char *path, int optional)
 
 // detached_host_tree copies the host's mount tree, as this namespace has
 // it, into a detached tree, or returns -1 where the kernel cannot clone
-// mounts out of such a tree (before Linux 6.15).
-static int detached_host_tree(void)
+// mounts out of such a tree (before Linux 6.15). The test clones only the
+// empty directory the new root will be mounted on, which nothing is
+// mounted below: a small clone, quick to drop.
+static int detached_host_tree(const char *root)
 {
 	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return -1;
-	int probe = (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	struct open_how how = {0};
+	how.flags = O_PATH | O_CLOEXEC;
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	int dir = (int)syscall(SYS_openat2, fd, root, &how, sizeof how);
+	int probe = dir < 0 ? -1 : (int)syscall(SYS_open_tree, dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (dir >= 0)
+		close(dir);
 	if (probe < 0) {
 		close(fd);
 		return -1;
 	}
 	close(probe);
 	return fd;
+}
+
+// root_path is the path the first phase mounts the new root on.
+static const char *root_path(const struct config *c)
+{
+	for (size_t i = 0; i < c->nops; i++) {
+		const struct op *o = &c->ops[i];
+		if (o->code == OP_ROOT && o->argc >= 1)
+			return o->argv[0].s;
+	}
+	errno = 0;
+	fail("config: the first phase has no root");
 }
 
 // keep_host_attached reports whether the first phase asks for the host's
@@ -782,7 +796,7 @@ static void open_sources(struct config *c)
 		fail("make mounts private");
 	c->host = -1;
 	if (!keep_host_attached(c))
-		c->host = detached_host_tree();
+		c->host = detached_host_tree(root_path(c));
 	for (size_t i = 0; i < c->nops; i++) {
 		const struct op *o = &c->ops[i];
 		if (o->code == OP_BIND || o->code == OP_PREOPEN) {
@@ -797,6 +811,10 @@ static void open_sources(struct config *c)
 		fail("setresgid");
 	if (setresuid(0, 0, 0) < 0)
 		fail("setresuid");
+	// Changing credentials cleared the parent-death signal: without it the
+	// program would outlive a backend process that died.
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		fail("parent-death signal");
 }
 
 // apply carries out the operations of one phase. The program's own
@@ -947,14 +965,24 @@ static void __attribute__((noreturn)) run(void)
 	if (plan.null < 0)
 		fail("open /dev/null");
 
+	// The config pipe stays open until the init exits: releasing it
+	// (its buffers are the first phase's) costs more than the run should
+	// wait for, and the program's process closes it on exec.
 	buf = read_frame(NSINIT_CONFIG_FD, &size);
-	close(NSINIT_CONFIG_FD);
 	parse(buf, size, &c);
 	apply(&c, &plan);
 	if (!plan.user || !plan.cwd || !plan.seccomp || !plan.argv || !plan.env) {
 		errno = 0;
 		fail("config: incomplete");
 	}
+	plan.argvp = calloc(plan.argv->argc + 1, sizeof *plan.argvp);
+	plan.envp = calloc(plan.env->argc + 1, sizeof *plan.envp);
+	if (!plan.argvp || !plan.envp)
+		fail("allocate argv");
+	for (uint32_t i = 0; i < plan.argv->argc; i++)
+		plan.argvp[i] = (char *)plan.argv->argv[i].s;
+	for (uint32_t i = 0; i < plan.env->argc; i++)
+		plan.envp[i] = (char *)plan.env->argv[i].s;
 
 	// Detaching the host's tree, when it is still attached, waits for the
 	// kernel: the program's process gets ready meanwhile, and execs only
@@ -979,6 +1007,10 @@ static void __attribute__((noreturn)) run(void)
 		// having it copied (page tables, then a fault per page written).
 		struct child_args args = {&plan, pipefd[1]};
 		child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+		// The program's setresuid, on the memory it shared, may have
+		// made the init dumpable again.
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+			fail("dumpable");
 	}
 	if (child < 0)
 		fail("fork");
@@ -988,8 +1020,18 @@ static void __attribute__((noreturn)) run(void)
 		// If sealing fails the init exits, and the kernel kills the
 		// waiting process.
 		seal(&c);
-		if (write(gofd[1], "g", 1) != 1)
+		if (write(gofd[1], "g", 1) != 1) {
+			// The program's process ended before it was released:
+			// its reason is on the error pipe.
+			char why[512];
+			ssize_t n = read(pipefd[0], why, sizeof why - 1);
+			if (n > 0) {
+				why[n] = '\0';
+				report("E start program: %s\n", why);
+				_exit(125);
+			}
 			fail("release the program");
+		}
 		close(gofd[1]);
 	}
 	// The program has its own copies of stdin, stdout and stderr; the init
