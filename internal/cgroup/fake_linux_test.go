@@ -24,6 +24,7 @@ var v2Files = map[string]string{
 	"memory.events":          "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n",
 	"pids.max":               "max\n",
 	"cpu.max":                "max 100000\n",
+	"cpu.weight":             "100\n",
 	"cpu.stat":               "usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
 }
 
@@ -39,7 +40,7 @@ var v1Files = map[string]map[string]string{
 		"memory.oom_control":          "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
 	},
 	"pids":    {"pids.max": "max\n"},
-	"cpu":     {"cpu.cfs_period_us": "100000\n", "cpu.cfs_quota_us": "-1\n"},
+	"cpu":     {"cpu.cfs_period_us": "100000\n", "cpu.cfs_quota_us": "-1\n", "cpu.shares": "1024\n"},
 	"cpuacct": {"cpuacct.usage": "0\n"},
 	"freezer": {"freezer.state": "THAWED\n"},
 }

@@ -38,6 +38,7 @@ var (
 	ctlMemoryEvents  = newCtl("memory.events")
 	ctlPidsMax       = newCtl("pids.max")
 	ctlCPUMax        = newCtl("cpu.max")
+	ctlCPUWeight     = newCtl("cpu.weight")
 	ctlCPUStat       = newCtl("cpu.stat")
 
 	ctlMemLimit     = newCtl("memory.limit_in_bytes")
@@ -47,6 +48,7 @@ var (
 	ctlMemMaxUsage  = newCtl("memory.max_usage_in_bytes")
 	ctlOOMControl   = newCtl("memory.oom_control")
 	ctlCFSPeriod    = newCtl("cpu.cfs_period_us")
+	ctlCPUShares    = newCtl("cpu.shares")
 	ctlCFSQuota     = newCtl("cpu.cfs_quota_us")
 	ctlCPUAcctUsage = newCtl("cpuacct.usage")
 	ctlFreezerState = newCtl("freezer.state")

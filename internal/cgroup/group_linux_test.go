@@ -493,3 +493,44 @@ func TestUpdate(t *testing.T) {
 		}
 	})
 }
+
+// TestSetBackground gives a group the least CPU weight and the default
+// back, on both versions.
+func TestSetBackground(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tree       func(t testing.TB, omit ...string) (*fakeTree, Options)
+		dir, file  string
+		background string
+		normal     string
+	}{
+		{"v2", v2Tree, v2Base + "/run-1", "cpu.weight", "1", "100"},
+		{"v1", v1Tree, v1Base("cpu") + "/run-1", "cpu.shares", "2", "1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, opts := tc.tree(t)
+			g, err := mustDetect(t, opts).Create("run-1", Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, on := range []bool{true, false, true} {
+				if err := g.SetBackground(on); err != nil {
+					t.Fatal(err)
+				}
+				want := tc.normal
+				if on {
+					want = tc.background
+				}
+				if got := f.dirFiles(tc.dir)[tc.file]; got != want {
+					t.Errorf("SetBackground(%v): %s = %q, want %q", on, tc.file, got, want)
+				}
+			}
+			if err := g.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.SetBackground(false); !errors.Is(err, ErrDestroyed) {
+				t.Errorf("SetBackground after Destroy: %v, want ErrDestroyed", err)
+			}
+		})
+	}
+}

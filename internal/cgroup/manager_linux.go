@@ -229,6 +229,38 @@ func (g *Group) setMemoryV1(v int64) error {
 	return g.set(m.mem, ctlMemswLimit, v)
 }
 
+// CPU weights of SetBackground: the least the kernel takes, and its default.
+const (
+	backgroundSharesV1 = 2
+	defaultSharesV1    = 1024
+	backgroundWeightV2 = 1
+	defaultWeightV2    = 100
+)
+
+// SetBackground gives the group the least CPU weight (on), so that it runs
+// only when other groups leave the CPU idle, or the default weight back
+// (off). A weight ranks the group against the others; within it, nice
+// values rank its processes.
+func (g *Group) SetBackground(on bool) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return fmt.Errorf("unable to set the CPU weight of %s: %w", g.name, ErrDestroyed)
+	}
+	if g.m.version == V2 {
+		w := int64(defaultWeightV2)
+		if on {
+			w = backgroundWeightV2
+		}
+		return g.set(0, ctlCPUWeight, w)
+	}
+	shares := int64(defaultSharesV1)
+	if on {
+		shares = backgroundSharesV1
+	}
+	return g.set(g.m.cpu, ctlCPUShares, shares)
+}
+
 // Update changes the limits of a group: one created without them (Create
 // with a zero Limits), so that a group can be made ahead of need and limited
 // when its run is known, or one limited before, up or down. Zero fields

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -309,13 +310,16 @@ func TestWarmTmpfsSizesFollowEachRun(t *testing.T) {
 
 // sandboxInits counts the sandbox inits this test process started that are
 // still there.
-func sandboxInits(t *testing.T) int {
+func sandboxInits(t *testing.T) int { return len(sandboxInitPids(t)) }
+
+// sandboxInitPids lists them.
+func sandboxInitPids(t *testing.T) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -331,11 +335,41 @@ func sandboxInits(t *testing.T) int {
 		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
 			f := strings.Fields(string(stat[i+1:]))
 			if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && pid > 0 {
-				n++
+				pids = append(pids, pid)
 			}
 		}
 	}
-	return n
+	return pids
+}
+
+// cpuWeight reads the CPU weight of the cgroup of process pid: cpu.shares
+// on v1 (the cpu hierarchy at /sys/fs/cgroup/cpu), cpu.weight on v2.
+func cpuWeight(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case slices.Contains(strings.Split(f[1], ","), "cpu"):
+			file = filepath.Join("/sys/fs/cgroup/cpu", f[2], "cpu.shares")
+		case f[0] == "0" && f[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", f[2], "cpu.weight")
+		default:
+			continue
+		}
+		if w, err := os.ReadFile(file); err == nil {
+			return strings.TrimSpace(string(w))
+		}
+	}
+	t.Fatalf("no CPU weight for process %d in %q", pid, b)
+	return ""
 }
 
 // TestWarmPoolWaitsForRuns checks that a warm backend does not start the
@@ -384,8 +418,19 @@ func TestWarmPoolWaitsForRuns(t *testing.T) {
 	// While the run sleeps: its own init and one warm one, and no third
 	// however long the pool has had to start it.
 	time.Sleep(500 * time.Millisecond)
-	if n := sandboxInits(t); n != 2 {
-		t.Errorf("%d sandbox inits during a run, want 2 (the run's and one warm)", n)
+	pids := sandboxInitPids(t)
+	if len(pids) != 2 {
+		t.Errorf("%d sandbox inits during a run, want 2 (the run's and one warm)", len(pids))
+	}
+	// The run's cgroup has the normal CPU weight, the warm one's the
+	// least.
+	var weights []string
+	for _, pid := range pids {
+		weights = append(weights, cpuWeight(t, pid))
+	}
+	slices.Sort(weights)
+	if want := []string{"1024", "2"}; len(pids) == 2 && !slices.Equal(weights, want) && !slices.Equal(weights, []string{"1", "100"}) {
+		t.Errorf("CPU weights during a run %q, want the default for the run and the least for the warm sandbox", weights)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -53,7 +53,11 @@ type started struct {
 // spawn starts a sandbox init. Creating namespaces (a network namespace
 // above all) is the slowest part of a run, and an init can be started
 // before its run is known: see warmPool.
-func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
+//
+// A background sandbox's cgroup gets the least CPU weight, so that its
+// first phase only takes CPU time runs leave idle; take gives it the
+// normal weight back.
+func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr error) {
 	var parent, child []*os.File
 	var group *cgroup.Group
 	recent := b.recentLimits()
@@ -71,6 +75,12 @@ func (b *Backend) spawn(extra []string) (_ *started, retErr error) {
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 		group = g
+		if background {
+			if err := g.SetBackground(true); err != nil {
+				_ = g.Destroy()
+				return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+			}
+		}
 	}
 	defer func() {
 		if retErr != nil && group != nil {
@@ -290,7 +300,7 @@ func (b *Backend) refill(p *warmPool) {
 		case <-p.quit:
 			return
 		}
-		s, err := b.spawn(nil)
+		s, err := b.spawn(nil, background)
 		if err != nil {
 			<-p.slots
 			b.log.Warn("unable to start a sandbox ahead of need", "error", err)
@@ -322,7 +332,7 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 		// A workspace mounted (a size-capped tmpfs) after a warm
 		// sandbox copied the host's mounts is not in that copy: only a
 		// new sandbox sees it.
-		s, err = b.spawn(need)
+		s, err = b.spawn(need, false)
 	} else {
 		s, err = b.warm(need)
 	}
@@ -333,6 +343,12 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 		if err := unix.Setpriority(unix.PRIO_PROCESS, s.proc.Pid, 0); err != nil {
 			s.discard()
 			return nil, fmt.Errorf("%w: unable to restore the sandbox's priority: %w", sandbox.ErrSetup, err)
+		}
+		if s.group != nil {
+			if err := s.group.SetBackground(false); err != nil {
+				s.discard()
+				return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+			}
 		}
 	}
 	b.recent.Store(&lim)
@@ -391,13 +407,13 @@ func (b *Backend) warm(sources []string) (*started, error) {
 					b.pool.ready <- s // never blocks: it was just taken out
 				}
 				b.pool.mu.Unlock()
-				return b.spawn(sources)
+				return b.spawn(sources, false)
 			default:
 			}
 			break
 		}
 	}
-	return b.spawn(sources)
+	return b.spawn(sources, false)
 }
 
 // mountRoot reports whether path is the root of a mount.
