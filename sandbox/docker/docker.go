@@ -186,10 +186,20 @@ func parseUser(u string) (uid, gid int, err error) {
 // Name returns "docker".
 func (b *Backend) Name() string { return "docker" }
 
-// ImageFor returns the image that runs the language id's programs and
-// compiler. A compile cache keys on it: the image's compiler need not be
-// the host's.
-func (b *Backend) ImageFor(id string) string { return b.images.forLanguage(id) }
+// ImageFor names the image that runs the language id's programs and
+// compiler, by reference and, when the engine answers, by the ID of the
+// image the reference now points to. A compile cache keys on it: the
+// image's compiler need not be the host's, and an image rebuilt under the
+// same tag may hold another.
+func (b *Backend) ImageFor(id string) string {
+	ref := b.images.forLanguage(id)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if img, err := b.cli.ImageInspect(ctx, ref); err == nil && img.ID != "" {
+		return ref + "@" + img.ID
+	}
+	return ref
+}
 
 // CheckAvailable reports whether the engine answers (spec 004's
 // check_docker_available): nil when it does.

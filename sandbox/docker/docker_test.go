@@ -128,3 +128,18 @@ func TestMissingImage(t *testing.T) {
 		t.Fatalf("err %v, want ErrSetup naming the image", err)
 	}
 }
+
+// TestImageForNamesTheImage checks what a compile cache keys on: the
+// language's image by reference and by the ID it points to now, so that an
+// image rebuilt under the same tag gets new keys.
+func TestImageForNamesTheImage(t *testing.T) {
+	b := newBackend(t, docker.Options{})
+	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", testImage).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testImage + "@" + strings.TrimSpace(string(out))
+	if got := b.ImageFor("python"); got != want {
+		t.Errorf("ImageFor(python) = %q, want %q", got, want)
+	}
+}
