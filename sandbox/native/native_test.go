@@ -130,6 +130,19 @@ func leftoversExcept(warm int) error {
 	return nil
 }
 
+// newWarmBackend is a native backend that keeps 2 sandboxes started ahead
+// of need, closed when the test ends.
+func newWarmBackend(t *testing.T) *native.Backend {
+	t.Helper()
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{Warm: 2})
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
 func TestConformanceWarm(t *testing.T) {
 	testutil.RequireRoot(t)
 	b, err := native.New(native.Options{Warm: 2})
@@ -174,12 +187,7 @@ func TestBaseMountsSpelledOut(t *testing.T) {
 // tmpfs mount after its sandboxes were started: the run must see the tmpfs
 // (and the file in it), not the empty directory under it.
 func TestWarmMountedWorkspace(t *testing.T) {
-	testutil.RequireRoot(t)
-	b, err := native.New(native.Options{Warm: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newWarmBackend(t)
 	// Let the warm sandboxes start before the mount exists.
 	if _, err := b.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: native.BaseMounts()}); err != nil {
 		t.Fatal(err)
@@ -232,14 +240,9 @@ func TestConformanceHostTreeAttached(t *testing.T) {
 // must get its own limit, up or down, and a run like the one before keeps
 // the limit its sandbox was started with.
 func TestWarmLimitsFollowEachRun(t *testing.T) {
-	testutil.RequireRoot(t)
+	b := newWarmBackend(t)
 	_, err := os.Stat("/usr/bin/python3")
 	testutil.Require(t, err == nil, "needs /usr/bin/python3")
-	b, err := native.New(native.Options{Warm: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	steps := []struct {
 		memory int64
 		want   sandbox.Status
@@ -272,12 +275,7 @@ func TestWarmLimitsFollowEachRun(t *testing.T) {
 // a warm backend, whose sandboxes mount both ahead of need sized as the
 // latest run wanted: each run must get its own caps, up or down.
 func TestWarmTmpfsSizesFollowEachRun(t *testing.T) {
-	testutil.RequireRoot(t)
-	b, err := native.New(native.Options{Warm: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newWarmBackend(t)
 	// 12 MiB into each: over an 8 MiB cap, under a 32 MiB one.
 	script := `head -c 12582912 /dev/zero > /tmp/f && echo tmp-ok; head -c 12582912 /dev/zero > /workspace/f && echo workspace-ok; true`
 	steps := []struct {
@@ -378,12 +376,7 @@ func cpuWeight(t *testing.T, pid int) string {
 // and that a run in a sandbox started at background priority gets the
 // normal priority back.
 func TestWarmPoolWaitsForRuns(t *testing.T) {
-	testutil.RequireRoot(t)
-	b, err := native.New(native.Options{Warm: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newWarmBackend(t)
 	waitInits := func(want int) int {
 		n := 0
 		for range 100 {
@@ -443,14 +436,9 @@ func TestWarmPoolWaitsForRuns(t *testing.T) {
 // TestWarmProcessLimitFollowsEachRun alternates the process limit on a warm
 // backend, as TestWarmLimitsFollowEachRun does the memory limit.
 func TestWarmProcessLimitFollowsEachRun(t *testing.T) {
-	testutil.RequireRoot(t)
+	b := newWarmBackend(t)
 	_, err := os.Stat("/usr/bin/python3")
 	testutil.Require(t, err == nil, "needs /usr/bin/python3")
-	b, err := native.New(native.Options{Warm: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	// Forks 10 children that wait, and prints how many it could start.
 	code := `import os, time
 n = 0
