@@ -3,6 +3,7 @@ package sandbox
 import (
 	"io"
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -77,4 +78,17 @@ type File struct {
 	Content []byte
 	// Mode holds the permission bits; zero means 0644.
 	Mode fs.FileMode
+}
+
+// SystemMounts are the read-only host paths every program needs, for the
+// backends that bind the host's system: /usr and, where the host has them,
+// the merged-/usr links at the root.
+func SystemMounts() []Mount {
+	ms := []Mount{{Source: "/usr"}}
+	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
+		if _, err := os.Lstat(p); err == nil {
+			ms = append(ms, Mount{Source: p})
+		}
+	}
+	return ms
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -77,5 +78,20 @@ func TestOverlay(t *testing.T) {
 	}
 	if base.Memory != 2 {
 		t.Fatal("Overlay changed its receiver")
+	}
+}
+
+func TestSystemMounts(t *testing.T) {
+	ms := SystemMounts()
+	if len(ms) == 0 || ms[0].Source != "/usr" {
+		t.Fatalf("SystemMounts() = %+v, want /usr first", ms)
+	}
+	for _, m := range ms {
+		if m.Writable || m.Target != "" {
+			t.Errorf("mount %+v: want read-only at its own path", m)
+		}
+		if _, err := os.Lstat(m.Source); err != nil {
+			t.Errorf("mount of a path the host lacks: %v", err)
+		}
 	}
 }

@@ -177,7 +177,7 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "privileges", OK: true, Detail: uid})
-	res, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: baseMounts(), Limits: sandbox.Limits{WallTime: 10e9}})
+	res, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: sandbox.SystemMounts(), Limits: sandbox.Limits{WallTime: 10e9}})
 	switch {
 	case err != nil:
 		r.Available, r.Reason = false, err.Error()
@@ -202,19 +202,8 @@ func orElse(s, def string) string {
 	return def
 }
 
-// baseMounts are the read-only host system directories a program needs.
-func baseMounts() []sandbox.Mount {
-	ms := []sandbox.Mount{{Source: "/usr"}}
-	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
-		if _, err := os.Lstat(p); err == nil {
-			ms = append(ms, sandbox.Mount{Source: p})
-		}
-	}
-	return ms
-}
-
 // BaseMounts are the read-only host paths every program needs: /usr and
 // the merged-/usr links at the root (spec 002 FR-015: /usr, /lib, /bin).
-func BaseMounts() []sandbox.Mount { return baseMounts() }
+func BaseMounts() []sandbox.Mount { return sandbox.SystemMounts() }
 
 var errNoInfo = errors.New("bwrap exited before its sandbox was set up")

@@ -358,14 +358,6 @@ func landlockAvailable() error {
 
 // BaseMounts are the read-only host paths every program needs: /usr and the
 // merged-/usr links at the root.
-func BaseMounts() []sandbox.Mount {
-	ms := []sandbox.Mount{{Source: "/usr"}}
-	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
-		if _, err := os.Lstat(p); err == nil {
-			ms = append(ms, sandbox.Mount{Source: p})
-		}
-	}
-	return ms
-}
+func BaseMounts() []sandbox.Mount { return sandbox.SystemMounts() }
 
 var errInitDied = errors.New("sandbox init died without a report")
