@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/mountpoint"
 )
 
 // tmpfsSupported tells whether workspaces can be tmpfs mounts here.
@@ -191,18 +193,8 @@ func mountTmpfs(dir string, size int64, inodes int) error {
 // isMountPoint reports whether dir is the root of a mount. dir itself is
 // never followed if it is a link.
 func isMountPoint(dir string) bool {
-	var stx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &stx); err != nil {
-		return false
-	}
-	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
-		return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
-	}
-	var parent unix.Stat_t
-	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
-		return false
-	}
-	return parent.Dev != unix.Mkdev(stx.Dev_major, stx.Dev_minor)
+	is, _ := mountpoint.Is(dir)
+	return is
 }
 
 // unmount detaches the mount at dir; the kernel frees the tmpfs when the

@@ -3,7 +3,6 @@ package native
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/internal/cgroup"
+	"github.com/coderunner/coderunner/internal/mountpoint"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
@@ -416,20 +416,11 @@ func (b *Backend) warm(sources []string) (*started, error) {
 	return b.spawn(sources, false)
 }
 
-// mountRoot reports whether path is the root of a mount.
+// mountRoot reports whether path is the root of a mount; when that cannot
+// be told, it takes the safe road and says it is.
 func mountRoot(path string) bool {
-	var stx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &stx); err != nil {
-		return true // unknown: take the safe road
-	}
-	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
-		return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
-	}
-	var parent unix.Stat_t
-	if err := unix.Stat(filepath.Dir(path), &parent); err != nil {
-		return true
-	}
-	return parent.Dev != unix.Mkdev(stx.Dev_major, stx.Dev_minor)
+	is, err := mountpoint.Is(path)
+	return is || err != nil
 }
 
 // reaches reports whether the init can open every source: it opened it in
