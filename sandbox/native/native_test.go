@@ -344,9 +344,18 @@ func sandboxInitPids(t *testing.T) []int {
 // on v1 (the cpu hierarchy at /sys/fs/cgroup/cpu), cpu.weight on v2.
 func cpuWeight(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	w, err := readCPUWeight(pid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return w
+}
+
+// readCPUWeight is cpuWeight for a process that may be gone.
+func readCPUWeight(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return "", err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.SplitN(line, ":", 3)
@@ -363,11 +372,10 @@ func cpuWeight(t *testing.T, pid int) string {
 			continue
 		}
 		if w, err := os.ReadFile(file); err == nil {
-			return strings.TrimSpace(string(w))
+			return strings.TrimSpace(string(w)), nil
 		}
 	}
-	t.Fatalf("no CPU weight for process %d in %q", pid, b)
-	return ""
+	return "", fmt.Errorf("no CPU weight for process %d in %q", pid, b)
 }
 
 // TestWarmPoolWaitsForRuns checks that a warm backend does not start the
@@ -377,16 +385,28 @@ func cpuWeight(t *testing.T, pid int) string {
 // normal priority back.
 func TestWarmPoolWaitsForRuns(t *testing.T) {
 	b := newWarmBackend(t)
-	waitInits := func(want int) int {
+	// waitWarm waits until the pool holds want inits and nothing else is
+	// left: no run's init still being torn down (warm ones have the least
+	// CPU weight, a run's the default).
+	waitWarm := func(want int) int {
 		n := 0
-		for range 100 {
-			if n = sandboxInits(t); n == want {
+		for range 250 {
+			pids := sandboxInitPids(t)
+			n = len(pids)
+			warm := 0
+			for _, pid := range pids {
+				if w, _ := readCPUWeight(pid); w == "2" || w == "1" {
+					warm++
+				}
+			}
+			if n == want && warm == want {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		return n
 	}
+	waitInits := waitWarm
 	if n := waitInits(2); n != 2 {
 		t.Fatalf("%d sandbox inits before the first run, want the 2 warm ones", n)
 	}
