@@ -306,11 +306,8 @@ func TestWarmTmpfsSizesFollowEachRun(t *testing.T) {
 	}
 }
 
-// sandboxInits counts the sandbox inits this test process started that are
-// still there.
-func sandboxInits(t *testing.T) int { return len(sandboxInitPids(t)) }
-
-// sandboxInitPids lists them.
+// sandboxInitPids lists the sandbox inits this test process started that
+// are still there.
 func sandboxInitPids(t *testing.T) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
