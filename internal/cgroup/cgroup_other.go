@@ -44,3 +44,6 @@ func (g *Group) Destroy() error { return nil }
 
 // Update applies limits to a group; see the Linux implementation.
 func (g *Group) Update(Limits) error { return ErrUnavailable }
+
+// ResetPeak fails: there are no cgroups here.
+func (g *Group) ResetPeak() error { return ErrUnavailable }

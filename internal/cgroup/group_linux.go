@@ -98,30 +98,85 @@ type statFile struct {
 	h  int
 	f  ctl
 	fd int
+	// writable is set for a descriptor opened for writing too.
+	writable bool
 }
 
 // statFiles are the control files Stats reads.
 func (m *Manager) statFiles() []statFile {
 	if m.version == V2 {
-		files := []statFile{{0, ctlCPUStat, -1}, {0, ctlMemoryCurrent, -1}, {0, ctlMemoryEvents, -1}}
+		files := []statFile{{h: 0, f: ctlCPUStat, fd: -1}, {h: 0, f: ctlMemoryCurrent, fd: -1}, {h: 0, f: ctlMemoryEvents, fd: -1}}
 		if m.peak {
-			files = append(files, statFile{0, ctlMemoryPeak, -1})
+			files = append(files, statFile{h: 0, f: ctlMemoryPeak, fd: -1})
 		}
 		return files
 	}
-	return []statFile{{m.cpuacct, ctlCPUAcctUsage, -1}, {m.mem, ctlMemUsage, -1}, {m.mem, ctlMemMaxUsage, -1}, {m.mem, ctlOOMControl, -1}}
+	return []statFile{
+		{h: m.cpuacct, f: ctlCPUAcctUsage, fd: -1}, {h: m.mem, f: ctlMemUsage, fd: -1},
+		{h: m.mem, f: ctlMemMaxUsage, fd: -1}, {h: m.mem, f: ctlOOMControl, fd: -1},
+	}
 }
 
 // openStats opens the control files Stats reads. One that cannot be
 // opened now is left to Stats, which then reports why.
+//
+// memory.peak (v2) is opened for writing too where the kernel allows it
+// (Linux 6.12 on): a write resets the peak this descriptor reports, which
+// is how ResetPeak works there.
 func (g *Group) openStats() {
 	g.stats = g.m.statFiles()
 	for i := range g.stats {
 		s := &g.stats[i]
+		if s.f.name == ctlMemoryPeak.name {
+			if fd, err := openat(g.fds[s.h], s.f, unix.O_RDWR); err == nil {
+				s.fd, s.writable = fd, true
+				continue
+			}
+		}
 		if fd, err := openat(g.fds[s.h], s.f, unix.O_RDONLY); err == nil {
 			s.fd = fd
 		}
 	}
+}
+
+// ResetPeak makes the group's peak memory start again from its current
+// use: Stats then reports the largest use since the call. It lets one
+// group serve runs one after another, each with its own peak. On v2 it
+// needs a kernel whose memory.peak can be written (Linux 6.12 on), else it
+// fails with errors.ErrUnsupported.
+func (g *Group) ResetPeak() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return fmt.Errorf("unable to reset the peak memory of %s: %w", g.name, ErrDestroyed)
+	}
+	if g.m.version == V1 {
+		return g.set(g.m.mem, ctlMemMaxUsage, 0)
+	}
+	if !g.m.peak {
+		// The peak is sampled by Stats: start the samples again.
+		g.peak.Store(0)
+		return nil
+	}
+	for _, s := range g.stats {
+		if s.f.name != ctlMemoryPeak.name {
+			continue
+		}
+		if !s.writable {
+			break
+		}
+		for {
+			_, err := unix.Write(s.fd, []byte("reset\n"))
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				return fmt.Errorf("unable to reset %s/%s/%s: %w", g.m.hiers[0].base, g.name, ctlMemoryPeak.name, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("unable to reset the peak memory of %s: memory.peak is read-only before Linux 6.12: %w", g.name, errors.ErrUnsupported)
 }
 
 // read reads the control file f of hierarchy h, through the descriptor

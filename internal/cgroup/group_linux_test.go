@@ -534,3 +534,76 @@ func TestSetBackground(t *testing.T) {
 		})
 	}
 }
+
+func TestResetPeak(t *testing.T) {
+	t.Run("v1 writes max_usage_in_bytes", func(t *testing.T) {
+		f, opts := v1Tree(t)
+		g, err := mustDetect(t, opts).Create("run", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.write(v1Base("memory")+"/run/memory.max_usage_in_bytes", "67108864\n")
+		if err := g.ResetPeak(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.read(v1Base("memory") + "/run/memory.max_usage_in_bytes"); got != "0" {
+			t.Fatalf("memory.max_usage_in_bytes = %q after ResetPeak, want 0", got)
+		}
+	})
+	t.Run("v2 writes the descriptor Stats reads", func(t *testing.T) {
+		f, opts := v2Tree(t)
+		g, err := mustDetect(t, opts).Create("run", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.ResetPeak(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.read(v2Base + "/run/memory.peak"); !strings.HasPrefix(got, "reset") {
+			t.Fatalf("memory.peak = %q after ResetPeak, want the reset written to it", got)
+		}
+	})
+	t.Run("v2 before memory.peak could be written", func(t *testing.T) {
+		_, opts := v2Tree(t)
+		g, err := mustDetect(t, opts).Create("run", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range g.stats {
+			g.stats[i].writable = false
+		}
+		if err := g.ResetPeak(); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("ResetPeak = %v, want ErrUnsupported", err)
+		}
+	})
+	t.Run("v2 sampled peak starts again", func(t *testing.T) {
+		f, opts := v2Tree(t, "memory.peak")
+		g, err := mustDetect(t, opts).Create("run", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.write(v2Base+"/run/memory.current", "300\n")
+		if _, err := g.Stats(); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.ResetPeak(); err != nil {
+			t.Fatal(err)
+		}
+		f.write(v2Base+"/run/memory.current", "100\n")
+		s, err := g.Stats()
+		if err != nil || s.PeakMemory != 100 {
+			t.Fatalf("Stats = %+v, %v; want the peak sampled since the reset, 100", s, err)
+		}
+	})
+	t.Run("destroyed", func(t *testing.T) {
+		_, opts := v1Tree(t)
+		g, err := mustDetect(t, opts).Create("run", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = g.Destroy()
+		if err := g.ResetPeak(); !errors.Is(err, ErrDestroyed) {
+			t.Fatalf("ResetPeak = %v, want ErrDestroyed", err)
+		}
+	})
+}

@@ -419,3 +419,31 @@ func (g *Group) memoryLimit(t *testing.T) int64 {
 	}
 	return v
 }
+
+func TestKernelResetPeak(t *testing.T) {
+	_, err := os.Stat("/usr/bin/python3")
+	testutil.Require(t, err == nil, "needs /usr/bin/python3")
+	g := kernelGroup(t, Limits{Memory: 256 << 20, Processes: 16})
+	cmd, _ := startInGroup(t, g, `exec /usr/bin/python3 -c "b = bytearray(80 << 20)"`)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.PeakMemory < 80<<20 {
+		t.Fatalf("PeakMemory = %d before the reset, want the 80 MiB python touched", before.PeakMemory)
+	}
+	if err := g.ResetPeak(); err != nil {
+		testutil.Require(t, !(g.m.version == V2 && errors.Is(err, errors.ErrUnsupported)), "memory.peak is read-only on this kernel")
+		t.Fatal(err)
+	}
+	after, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PeakMemory >= 40<<20 {
+		t.Fatalf("PeakMemory = %d after the reset of an idle group, want what it uses now (%d)", after.PeakMemory, after.Memory)
+	}
+}
