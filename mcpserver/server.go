@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -111,15 +110,4 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // ServeStdio serves one client over the process's stdin and stdout.
 func (s *Server) ServeStdio(ctx context.Context) error {
 	return s.Run(ctx, &mcp.StdioTransport{})
-}
-
-// Handler returns the streamable HTTP handler to mount at /mcp. It keeps
-// one MCP session per client (Mcp-Session-Id), closes sessions idle for
-// an hour, and refuses requests whose Host is not local on a local
-// listener (DNS rebinding protection); authentication is the caller's.
-func (s *Server) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Logger:         s.log,
-		SessionTimeout: idleHTTPSession,
-	})
 }
