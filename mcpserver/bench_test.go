@@ -21,7 +21,7 @@ func BenchmarkProtocol(b *testing.B) {
 		b.Fatal(err)
 	}
 	args := map[string]any{"language": "python", "code": "print hello"}
-	for _, tr := range append([]string{"pipe-sdk"}, transports...) {
+	for _, tr := range append([]string{"pipe-sdk", "http-sdk"}, transports...) {
 		b.Run(tr, func(b *testing.B) {
 			cs := connect(b, s, tr, nil)
 			b.ReportAllocs()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -139,8 +140,13 @@ func connect(t testing.TB, s *Server, transport string, opts *mcp.ClientOptions)
 		}
 		t.Cleanup(func() { _ = ss.Close() })
 		ct = &mcp.IOTransport{Reader: clientRead, Writer: clientWrite}
-	case "http":
-		ts := httptest.NewServer(s.Handler())
+	case "http", "http-sdk":
+		// HTTPHandler, or the SDK's streamable handler for comparison.
+		h := s.Handler()
+		if transport == "http-sdk" {
+			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
+		}
+		ts := httptest.NewServer(h)
 		t.Cleanup(ts.Close)
 		ct = &mcp.StreamableClientTransport{Endpoint: ts.URL}
 	}
