@@ -28,6 +28,9 @@ type Program struct {
 	class    string
 	code     []byte // interpreted languages only
 	entry    *entry // compiled languages only
+	// series runs the program when the backend can keep a sandbox from
+	// one run to the next; nil runs each in a new sandbox.
+	series sandbox.Series
 
 	mu     sync.RWMutex
 	closed bool
@@ -43,16 +46,32 @@ func (p *Program) Compiled() bool { return p.entry != nil }
 
 // Run runs the program once with stdin as its standard input and limits
 // as its limits; see judge.Program. The compiled program is mounted
-// read-only at ProgramDir; /workspace is a fresh private directory. The
-// process limit is raised to what the language's runtime needs (a JVM's
-// threads), and a JVM gets a heap below the memory limit.
+// read-only at ProgramDir; /workspace is a private directory, empty but
+// for the source of an interpreted language. The process limit is raised
+// to what the language's runtime needs (a JVM's threads), and a JVM gets
+// a heap below the memory limit.
+//
+// On a backend that can keep a sandbox from one run to the next
+// (sandbox.Reuser), the runs of one Program share sandboxes, each run
+// starting clean (see sandbox.Series): its tests are the same code, and
+// creating a sandbox costs more than running a small test.
 func (p *Program) Run(ctx context.Context, stdin []byte, limits sandbox.Limits) (*sandbox.Result, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
 		return nil, ErrClosed
 	}
+	if p.series != nil {
+		return p.series.Run(ctx, p.spec(stdin, limits))
+	}
 	return p.r.backend.Run(ctx, p.spec(stdin, limits))
+}
+
+// openSeries gives the program a series of runs if the backend has them.
+func (p *Program) openSeries() {
+	if reuser, ok := p.r.backend.(sandbox.Reuser); ok {
+		p.series = reuser.Series()
+	}
 }
 
 // Spec returns the sandbox spec Run would run. Callers that need more
@@ -103,6 +122,11 @@ func (p *Program) Close() error {
 		return nil
 	}
 	p.closed = true
+	if p.series != nil {
+		if err := p.series.Close(); err != nil {
+			return fmt.Errorf("unable to release the program's sandboxes: %w", err)
+		}
+	}
 	if p.entry != nil {
 		if err := p.entry.release(); err != nil {
 			return fmt.Errorf("unable to release the cache entry: %w", err)

@@ -178,6 +178,7 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 	}
 	if !l.Compiled {
 		p.code = []byte(code)
+		p.openSeries()
 		return p, nil
 	}
 	e, err := r.compiled(ctx, l, tc.Version, p.source, p.class, code)
@@ -185,5 +186,6 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 		return nil, err
 	}
 	p.entry = e
+	p.openSeries()
 	return p, nil
 }

@@ -40,3 +40,30 @@ type Check struct {
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
 }
+
+// Reuser is implemented by backends that can run programs one after
+// another in one sandbox, which saves creating and tearing down the
+// sandbox per run: the tests of one solution, above all.
+type Reuser interface {
+	// Series returns a new, empty Series.
+	Series() Series
+}
+
+// Series runs specs like Backend.Run, keeping the sandbox of a run that
+// ended normally for a later run of the same series whose spec differs
+// only in its stdin, its program's arguments, environment and files, and
+// its limits. Each run still starts clean: no process of an earlier run
+// is alive, /tmp and /workspace are empty but for the run's own files,
+// IPC objects are fresh, and time and memory are measured for the run
+// alone. A kept sandbox is never shared between series: use one series
+// for runs of the same code, never across callers.
+//
+// A Series is safe for concurrent use; concurrent runs use different
+// sandboxes.
+type Series interface {
+	// Run executes spec as Backend.Run does.
+	Run(ctx context.Context, spec *Spec) (*Result, error)
+	// Close releases the sandboxes the series keeps. Runs under way are
+	// not affected; their sandboxes are released when they end.
+	Close() error
+}

@@ -3,6 +3,7 @@ package native
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/watch"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
@@ -58,7 +60,19 @@ type run struct {
 	id   uint64
 
 	sandbox *started
-	setup   setup
+	// mounts are the second phase's mounts, which a kept sandbox keeps;
+	// setup is the rest of it, the run's own.
+	mounts setup
+	setup  setup
+	// series, when set, keeps the sandbox for a later run if this one
+	// ends normally (keep); reused is set for a run in a kept sandbox,
+	// whose cgroup counters up to its start are base.
+	series *series
+	reused bool
+	keep   bool
+	base   cgroup.Stats
+	// fed is set once the run's stdin may have been read from.
+	fed bool
 	// sources are the toolchain paths the second phase binds; workspace
 	// is the host workspace it binds, if any.
 	sources   []string
@@ -75,6 +89,11 @@ type run struct {
 func (r *run) close() {
 	if sp := r.sandbox; sp != nil {
 		sp.done()
+	}
+	if r.keep {
+		r.sandbox.closeStreams()
+		r.series.put(r.sandbox, string(r.mounts.buf))
+		return
 	}
 	release := func() {
 		if sp := r.sandbox; sp != nil {
@@ -103,7 +122,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if err := r.plan(); err != nil {
 		return nil, err
 	}
-	sp, err := r.b.take(lim, r.sources, r.workspace)
+	sp, err := r.acquire()
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +156,11 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}()
 
 	// The second phase is also the go signal: the init blocks on it.
-	if _, err := sp.config.Write(frame(r.resize(sp))); err != nil && !errors.Is(err, syscall.EPIPE) {
-		return nil, fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
+	if err := r.send(sp); err != nil {
+		return nil, err
 	}
-	_ = sp.config.Close()
 	start := time.Now()
+	r.fed = true
 	if s.Stdin != nil {
 		go watch.Feed(sp.stdin, s.Stdin)
 	} else {
@@ -152,7 +171,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if g := sp.group; g != nil {
 		source = func() (watch.Usage, error) {
 			st, err := g.Stats()
-			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
+			return watch.Usage{CPU: st.CPU - r.base.CPU, Memory: st.Memory}, err
 		}
 	}
 	mon := watch.NewMonitor(source, lim, s.SampleInterval, 0, start)
@@ -178,8 +197,12 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}
 	end := time.Now()
 	// Nothing of the run may outlive it: kill the init, and with it the
-	// PID namespace, whatever happened.
-	_ = sp.proc.Kill()
+	// PID namespace, whatever happened. An init kept for a series reports
+	// the end only once it has killed everything else itself.
+	ended := reported && reason == killNone && r.series != nil && bytes.HasPrefix(msg, []byte("X "))
+	if !ended {
+		_ = sp.proc.Kill()
+	}
 	if reason != killNone && sp.group != nil {
 		_ = sp.group.Kill()
 	}
@@ -213,9 +236,9 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
 		}
-		res.CPUTime = st.CPU
+		res.CPUTime = st.CPU - r.base.CPU
 		res.PeakMemory = st.PeakMemory
-		res.MemoryExceeded = st.OOMKills > 0
+		res.MemoryExceeded = st.OOMKills > r.base.OOMKills
 	} else {
 		// Without a cgroup the init's rusage, which includes the
 		// program it reaped, is all there is.
@@ -237,6 +260,9 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	// run when the caller gets it back. A private one dies with the
 	// namespace, so the teardown can finish after the result is out.
 	r.detach = s.Workspace == ""
+	// A sandbox whose program ended by itself, within its memory, has
+	// cleaned up after it, and can serve the series again.
+	r.keep = ended && !res.MemoryExceeded
 	return res, nil
 }
 
@@ -318,7 +344,7 @@ func (r *run) plan() error {
 		}
 	}
 	// /tmp and a private /workspace are mounted in the first phase
-	// (resized in resize if need be); a host workspace goes over the
+	// (resized in phase if need be); a host workspace goes over the
 	// latter.
 	if s.Workspace != "" {
 		if err := r.hostWorkspace(); err != nil {
@@ -354,29 +380,60 @@ func (r *run) plan() error {
 	r.rlimits()
 	w.op(nsinit.OpArgv, s.Args...)
 	w.op(nsinit.OpEnv, s.Env...)
-	// resize may add a few hundred bytes.
-	if limit := nsinit.MaxConfig - 1024; len(w.buf) > limit {
-		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, len(w.buf), limit)
+	// resize and keep add a few hundred bytes.
+	if size, limit := len(r.mounts.buf)+len(w.buf), nsinit.MaxConfig-1024; size > limit {
+		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, size, limit)
 	}
 	return nil
 }
 
-// resize returns the second phase for sandbox sp: the run's setup, after
-// the operations that give /tmp and /workspace the run's sizes where the
-// first phase mounted them with others.
-func (r *run) resize(sp *started) []byte {
+// phase returns the second phase for sandbox sp: the operations that give
+// /tmp and /workspace the run's sizes where they were mounted with others,
+// the run's mounts (unless sp has them from an earlier run), its setup,
+// and, in a series, the request to keep the sandbox afterwards.
+func (r *run) phase(sp *started) []byte {
 	lim := r.spec.Limits
 	var w setup
+	w.buf = make([]byte, 4, 4+256+len(r.mounts.buf)+len(r.setup.buf))
 	if lim.TmpSize != sp.tmpSize {
 		w.op(nsinit.OpRemount, sandbox.TmpDir, fmt.Sprintf("size=%d", lim.TmpSize))
+		sp.tmpSize = lim.TmpSize
 	}
 	if r.spec.Workspace == "" && lim.WorkspaceSize != sp.workspaceSize {
 		w.op(nsinit.OpRemount, sandbox.WorkspaceDir, fmt.Sprintf("size=%d", lim.WorkspaceSize))
+		sp.workspaceSize = lim.WorkspaceSize
 	}
-	if len(w.buf) == 0 {
-		return r.setup.buf
+	if !r.reused {
+		w.buf = append(w.buf, r.mounts.buf...)
 	}
-	return append(w.buf, r.setup.buf...)
+	w.buf = append(w.buf, r.setup.buf...)
+	if r.series != nil {
+		w.op(nsinit.OpKeep,
+			sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1),
+			sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, r.b.innerUID))
+	}
+	binary.NativeEndian.PutUint32(w.buf, uint32(len(w.buf)-4))
+	return w.buf
+}
+
+// send sends sp the run's second phase: over the config socket of a new
+// sandbox, which then closes (unless a series may keep the sandbox), or
+// with the run's streams to a kept one.
+func (r *run) send(sp *started) error {
+	phase := r.phase(sp)
+	if r.reused {
+		if err := sp.sendRun(phase); err != nil {
+			return fmt.Errorf("%w: unable to send the run to a kept sandbox: %w", sandbox.ErrSetup, err)
+		}
+		return nil
+	}
+	if _, err := sp.config.Write(phase); err != nil && !errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
+	}
+	if r.series == nil {
+		_ = sp.config.Close()
+	}
+	return nil
 }
 
 func tmpfsOptions(size int64, mode os.FileMode, uid int) string {
@@ -408,7 +465,7 @@ func (r *run) mount(m sandbox.Mount) error {
 		if err != nil {
 			return fmt.Errorf("%w: mount source: %w", sandbox.ErrSetup, err)
 		}
-		r.setup.op(nsinit.OpSymlink, link, target)
+		r.mounts.op(nsinit.OpSymlink, link, target)
 		return nil
 	}
 	// The init opens the source through the host's tree after it has
@@ -423,7 +480,7 @@ func (r *run) mount(m sandbox.Mount) error {
 	if m.Writable {
 		mode = "rw"
 	}
-	r.setup.op(nsinit.OpBind, src, target, mode)
+	r.mounts.op(nsinit.OpBind, src, target, mode)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -47,6 +48,9 @@ type started struct {
 	opened map[string]bool
 	// The parent's ends of the init's pipes.
 	stdin, stdout, stderr, config, status *os.File
+	// programStreams are the program's ends of the pipes of the next run
+	// of a kept sandbox, until they are sent.
+	programStreams [3]*os.File
 	once                                  sync.Once
 }
 
@@ -95,14 +99,24 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 			}
 		}
 	}()
-	// stdin, stdout, stderr, config, status: the child reads the first
-	// and the fourth, writes the others.
+	// stdin, stdout, stderr, config, status: the child reads the first,
+	// writes the second, third and fifth, and reads the fourth, a socket
+	// since a kept sandbox is sent each later run's streams over it.
 	for i := range 5 {
+		if i == 3 {
+			pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return nil, fmt.Errorf("%w: unable to create socket pair: %w", sandbox.ErrSetup, err)
+			}
+			child = append(child, os.NewFile(uintptr(pair[1]), "config"))
+			parent = append(parent, os.NewFile(uintptr(pair[0]), "config"))
+			continue
+		}
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
 		}
-		if i == 0 || i == 3 {
+		if i == 0 {
 			child, parent = append(child, r), append(parent, w)
 		} else {
 			child, parent = append(child, w), append(parent, r)
@@ -187,6 +201,77 @@ func (s *started) close() {
 			_ = f.Close()
 		}
 	})
+}
+
+// closeStreams releases the parent's ends of the current run's standard
+// streams, for a sandbox kept for another run.
+func (s *started) closeStreams() {
+	for _, f := range []*os.File{s.stdin, s.stdout, s.stderr} {
+		_ = f.Close()
+	}
+}
+
+// newStreams makes the pipes of the next run of a kept sandbox: the
+// parent's ends replace the previous run's, the program's are sent with
+// the run (sendRun).
+func (s *started) newStreams() error {
+	var parent, child [3]*os.File
+	for i := range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range slices.Concat(parent[:i], child[:i]) {
+				_ = f.Close()
+			}
+			return fmt.Errorf("unable to create pipe: %w", err)
+		}
+		if i == 0 {
+			child[i], parent[i] = r, w
+		} else {
+			child[i], parent[i] = w, r
+		}
+	}
+	s.stdin, s.stdout, s.stderr = parent[0], parent[1], parent[2]
+	s.programStreams = child
+	return nil
+}
+
+// sendRun gives a kept sandbox its next run: the second phase, with the
+// program's ends of the pipes newStreams made on its first byte.
+func (s *started) sendRun(phase []byte) error {
+	child := s.programStreams
+	s.programStreams = [3]*os.File{}
+	defer func() {
+		for _, f := range child {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+	}()
+	if child[0] == nil {
+		return errors.New("no streams for the run")
+	}
+	raw, err := s.config.SyscallConn()
+	if err != nil {
+		return err
+	}
+	rights := unix.UnixRights(int(child[0].Fd()), int(child[1].Fd()), int(child[2].Fd()))
+	var sent int
+	var sendErr error
+	if err := raw.Write(func(fd uintptr) bool {
+		sent, sendErr = unix.SendmsgN(int(fd), phase, rights, nil, 0)
+		return sendErr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	if sendErr != nil {
+		return sendErr
+	}
+	// A blocking stream socket takes everything unless a signal came in
+	// the middle; the streams went with the first byte.
+	if sent < len(phase) {
+		_, err = s.config.Write(phase[sent:])
+	}
+	return err
 }
 
 // alive reports whether the init still waits for its setup.

@@ -27,7 +27,7 @@ func (r *run) hostWorkspace() error {
 	// The workspace is this run's alone: it is not learned as a
 	// toolchain source for later sandboxes to open ahead.
 	r.workspace = src
-	r.setup.op(nsinit.OpBind, src, sandbox.WorkspaceDir, "rw")
+	r.mounts.op(nsinit.OpBind, src, sandbox.WorkspaceDir, "rw")
 	return nil
 }
 

@@ -10,6 +10,7 @@
 // reports the program's wait status on fd 4 and exits when the program exits:
 // the kernel then kills whatever is left in the namespace.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -33,6 +34,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +116,7 @@ struct source {
 };
 
 #define MAX_SOURCES 256
+#define MAX_SCRATCH 4
 #define OLD_ROOT "/.oldroot"
 
 struct config {
@@ -131,6 +135,11 @@ struct config {
 	const char *old;
 	struct source sources[MAX_SOURCES];
 	int nsources;
+	// later is set once the first run is over: a sealed sandbox allows
+	// only the operations of nsinit.h's later runs. frame is the
+	// current run's second phase, released when the next run arrives.
+	int later;
+	char *frame;
 };
 
 static int status_fd = NSINIT_STATUS_FD;
@@ -589,6 +598,11 @@ struct exec_plan {
 	char **argvp, **envp;
 	const struct op *rlimits[32];
 	int nrlimits;
+	// keep, when set, is the OP_KEEP of the run: the sandbox serves
+	// another run after this one. scratch is what each of its mounts
+	// looked like before the program ran.
+	const struct op *keep;
+	struct stat scratch[MAX_SCRATCH];
 };
 
 // child_fail sends the reason the program could not start to the init over
@@ -817,6 +831,44 @@ static void open_sources(struct config *c)
 		fail("parent-death signal");
 }
 
+// allowed_later reports whether a later run, in a sealed sandbox, may
+// ask for op: the program's own settings and its files in the scratch
+// mounts, which are the only writable places left.
+static int allowed_later(uint32_t op)
+{
+	switch (op) {
+	case OP_MKDIR:
+	case OP_FILE:
+	case OP_REMOUNT:
+	case OP_RLIMIT:
+	case OP_USER:
+	case OP_CWD:
+	case OP_ARGV:
+	case OP_ENV:
+	case OP_STDIN_NULL:
+	case OP_KEEP:
+		return 1;
+	}
+	return 0;
+}
+
+// keep records that the sandbox serves another run after this one, and
+// what its scratch mounts look like while the program has not yet run.
+static void keep(const struct config *c, struct exec_plan *plan, const struct op *o)
+{
+	if (o->argc % 2 != 0 || o->argc / 2 > MAX_SCRATCH) {
+		errno = 0;
+		fail("config: op %u with %u arguments", o->code, o->argc);
+	}
+	for (uint32_t i = 0; i < o->argc; i += 2) {
+		char path[PATH_MAX];
+		in_root(c, o->argv[i].s, path);
+		if (lstat(path, &plan->scratch[i / 2]) < 0 || !S_ISDIR(plan->scratch[i / 2].st_mode))
+			fail("scratch mount %.256s", o->argv[i].s);
+	}
+	plan->keep = o;
+}
+
 // apply carries out the operations of one phase. The program's own
 // settings are only recorded in plan; they take effect in its process.
 static void apply(struct config *c, struct exec_plan *plan)
@@ -824,6 +876,10 @@ static void apply(struct config *c, struct exec_plan *plan)
 	for (size_t i = 0; i < c->nops; i++) {
 		const struct op *o = &c->ops[i];
 		char path[PATH_MAX];
+		if (c->later && !allowed_later(o->code)) {
+			errno = 0;
+			fail("config: op %u in a later run", o->code);
+		}
 		switch (o->code) {
 		case OP_CGROUPNS:
 			if (unshare(CLONE_NEWCGROUP) < 0)
@@ -926,6 +982,9 @@ static void apply(struct config *c, struct exec_plan *plan)
 		case OP_STDIN_NULL:
 			plan->stdin_null = 1;
 			break;
+		case OP_KEEP:
+			keep(c, plan, o);
+			break;
 		default:
 			errno = 0;
 			fail("config: unknown op %u", o->code);
@@ -933,11 +992,325 @@ static void apply(struct config *c, struct exec_plan *plan)
 	}
 }
 
+// finish_plan checks that a run's second phase said everything the
+// program needs, and builds its argv and environment.
+static void finish_plan(struct exec_plan *plan)
+{
+	if (!plan->user || !plan->cwd || !plan->seccomp || !plan->argv || !plan->env) {
+		errno = 0;
+		fail("config: incomplete");
+	}
+	plan->argvp = calloc(plan->argv->argc + 1, sizeof *plan->argvp);
+	plan->envp = calloc(plan->env->argc + 1, sizeof *plan->envp);
+	if (!plan->argvp || !plan->envp)
+		fail("allocate argv");
+	for (uint32_t i = 0; i < plan->argv->argc; i++)
+		plan->argvp[i] = (char *)plan->argv->argv[i].s;
+	for (uint32_t i = 0; i < plan->env->argc; i++)
+		plan->envp[i] = (char *)plan->env->argv[i].s;
+}
+
+// await_exec gives the init's standard streams up, since the program has
+// its own copies and the pipes must not stay open after it is gone, then
+// waits for the program's process to exec: the error pipe closes, or
+// brings the reason it could not.
+static void await_exec(int errfd)
+{
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		close(devnull);
+	}
+	char why[512];
+	ssize_t n;
+	do {
+		n = read(errfd, why, sizeof why - 1);
+	} while (n < 0 && errno == EINTR);
+	close(errfd);
+	if (n > 0) {
+		why[n] = '\0';
+		report("E start program: %s\n", why);
+		_exit(125);
+	}
+}
+
+// start_program starts the program's process in a sealed sandbox. The
+// init has nothing to do until the program has exec'd: it lends the
+// program's process its memory until then (vfork) instead of having it
+// copied (page tables, then a fault per page written). flags adds clone
+// flags: a fresh IPC namespace for a later run.
+static pid_t start_program(struct exec_plan *plan, int flags)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		fail("pipe");
+	struct child_args args = {plan, pipefd[1]};
+	pid_t child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | flags | SIGCHLD, &args);
+	if (child < 0)
+		fail("fork");
+	// The program's setresuid, on the memory it shared, may have made
+	// the init dumpable again.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fail("dumpable");
+	close(pipefd[1]);
+	await_exec(pipefd[0]);
+	return child;
+}
+
+// start_overlapped starts the program's process while the host's tree,
+// still attached, is detached: that waits for the kernel, so the
+// program's process gets ready meanwhile, and execs only once the root is
+// sealed.
+static pid_t start_overlapped(struct config *c, struct exec_plan *plan)
+{
+	int pipefd[2], gofd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(gofd, O_CLOEXEC) < 0)
+		fail("pipe");
+	pid_t child = fork();
+	if (child < 0)
+		fail("fork");
+	if (child == 0) {
+		close(pipefd[0]);
+		close(gofd[1]);
+		exec_program(plan, pipefd[1], gofd[0]);
+	}
+	close(pipefd[1]);
+	close(gofd[0]);
+	// If sealing fails the init exits, and the kernel kills the waiting
+	// process.
+	seal(c);
+	if (write(gofd[1], "g", 1) != 1) {
+		// The program's process ended before it was released: its
+		// reason is on the error pipe.
+		char why[512];
+		ssize_t n = read(pipefd[0], why, sizeof why - 1);
+		if (n > 0) {
+			why[n] = '\0';
+			report("E start program: %s\n", why);
+			_exit(125);
+		}
+		fail("release the program");
+	}
+	close(gofd[1]);
+	await_exec(pipefd[0]);
+	return child;
+}
+
+// wait_program reaps orphans until the program's process ends, and
+// returns its wait status.
+static int wait_program(pid_t child)
+{
+	for (;;) {
+		int ws;
+		pid_t pid = waitpid(-1, &ws, 0);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("wait");
+		}
+		if (pid == child)
+			return ws;
+	}
+}
+
+// clear_dir removes everything below the directory dirfd, visiting at most
+// *budget entries and depth levels. It returns -1 when that is not enough
+// or anything fails: the caller then mounts the scratch afresh.
+static int clear_dir(int dirfd, int depth, int *budget)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	for (;;) {
+		long n = syscall(SYS_getdents64, dirfd, buf, sizeof buf);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			off += d->d_reclen;
+			if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+				continue;
+			if (--*budget < 0)
+				return -1;
+			if (d->d_type == DT_DIR) {
+				if (depth == 0)
+					return -1;
+				int sub = openat(dirfd, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sub < 0)
+					return -1;
+				int r = clear_dir(sub, depth - 1, budget);
+				close(sub);
+				if (r < 0 || unlinkat(dirfd, d->d_name, AT_REMOVEDIR) < 0)
+					return -1;
+			} else if (d->d_type == DT_UNKNOWN || unlinkat(dirfd, d->d_name, 0) < 0) {
+				return -1;
+			}
+		}
+	}
+}
+
+// is_empty reports whether the directory dirfd holds nothing but . and ..
+static int is_empty(int dirfd)
+{
+	char buf[1024] __attribute__((aligned(8)));
+	if (lseek(dirfd, 0, SEEK_SET) < 0)
+		return 0;
+	long n = syscall(SYS_getdents64, dirfd, buf, sizeof buf);
+	if (n < 0)
+		return 0;
+	for (long off = 0; off < n;) {
+		struct dirent64 *d = (struct dirent64 *)(buf + off);
+		off += d->d_reclen;
+		if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0)
+			return 0;
+	}
+	return 1;
+}
+
+// reset_scratch makes each scratch mount of a kept sandbox what it was
+// before the run: a run that left a few files costs their removal; one
+// that left more, changed the mount's root (its mode, owner or extended
+// attributes) or anything that cannot be removed costs a new tmpfs.
+static void reset_scratch(const struct exec_plan *plan)
+{
+	const struct op *o = plan->keep;
+	for (uint32_t i = 0; i < o->argc; i += 2) {
+		const char *dst = o->argv[i].s, *opts = o->argv[i + 1].s;
+		const struct stat *want = &plan->scratch[i / 2];
+		struct stat st;
+		int budget = 256;
+		int fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int clean = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino &&
+			    st.st_mode == want->st_mode && st.st_uid == want->st_uid && st.st_gid == want->st_gid &&
+			    flistxattr(fd, NULL, 0) == 0 && clear_dir(fd, 8, &budget) == 0 && is_empty(fd);
+		if (fd >= 0)
+			close(fd);
+		if (clean)
+			continue;
+		if (umount2(dst, 0) < 0 && (errno != EBUSY || umount2(dst, MNT_DETACH) < 0))
+			fail("unmount scratch %.256s", dst);
+		if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			fail("mount scratch %.256s", dst);
+	}
+}
+
+// end_run leaves a kept sandbox as its next run must find it: no process
+// of this run (the init is the namespace's PID 1, so kill(-1) reaches
+// every other process in it, and each orphan is reparented to the init
+// before its parent can be reaped) and empty scratch mounts. The next
+// program gets a fresh IPC namespace (start_program), and the backend
+// resets the cgroup's counters.
+static void end_run(const struct exec_plan *plan)
+{
+	if (kill(-1, SIGKILL) < 0 && errno != ESRCH)
+		fail("kill what the program left");
+	for (;;) {
+		if (waitpid(-1, NULL, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD)
+				break;
+			fail("reap what the program left");
+		}
+	}
+	reset_scratch(plan);
+}
+
+// recv_run receives the next run of a kept sandbox: its three standard
+// streams, and its frame. It exits quietly when the backend has closed the
+// socket: the sandbox is done.
+static char *recv_run(int fd, int fds[3], size_t *size)
+{
+	uint32_t len;
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = {&len, sizeof len};
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = control.buf;
+	mh.msg_controllen = sizeof control.buf;
+	ssize_t n;
+	do {
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n == 0)
+		_exit(0);
+	if (n < 0)
+		fail("config: receive");
+	int got = 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof f, sizeof f);
+			if (got < 3)
+				fds[got++] = f;
+			else
+				close(f);
+		}
+	}
+	if ((mh.msg_flags & MSG_CTRUNC) || got != 3) {
+		errno = 0;
+		fail("config: a later run without its three standard streams");
+	}
+	if ((size_t)n < sizeof len)
+		read_full(fd, (char *)&len + n, sizeof len - (size_t)n);
+	if (len > NSINIT_MAX_CONFIG) {
+		errno = 0;
+		fail("config: frame of %u bytes, more than %u", len, NSINIT_MAX_CONFIG);
+	}
+	char *buf = malloc(len + 1);
+	if (!buf)
+		fail("config: out of memory");
+	read_full(fd, buf, len);
+	*size = len;
+	return buf;
+}
+
+// next_run waits for the next run of a kept sandbox and applies its
+// second phase, after releasing the previous one's. The first phase's
+// operations, which the plan's filter points into, are never released.
+static void next_run(struct config *c, struct exec_plan *plan)
+{
+	int fds[3];
+	size_t size;
+	char *buf = recv_run(NSINIT_CONFIG_FD, fds, &size);
+	for (int i = 0; i < 3; i++) {
+		if (dup2(fds[i], i) < 0)
+			fail("standard stream %d", i);
+		close(fds[i]);
+	}
+	for (size_t i = 0; i < c->nops; i++)
+		free(c->ops[i].argv);
+	free(c->ops);
+	free(c->frame);
+	free(plan->argvp);
+	free(plan->envp);
+	const struct op *seccomp = plan->seccomp;
+	int null = plan->null;
+	memset(plan, 0, sizeof *plan);
+	plan->seccomp = seccomp;
+	plan->null = null;
+	parse(buf, size, c);
+	c->frame = buf;
+	apply(c, plan);
+	finish_plan(plan);
+}
+
 // run builds the sandbox in two phases and runs the program. The first
 // phase, which every run shares, can be done before the run is known: the
 // backend starts inits ahead of need, and each then waits, pivoted into
 // its new root, for the second phase, which holds what is particular to
-// its run.
+// its run. A sandbox the backend keeps (OP_KEEP) then serves later runs,
+// one at a time.
 static void __attribute__((noreturn)) run(void)
 {
 	static struct config c;
@@ -965,107 +1338,37 @@ static void __attribute__((noreturn)) run(void)
 	if (plan.null < 0)
 		fail("open /dev/null");
 
-	// The config pipe stays open until the init exits: releasing it
+	// The config socket stays open until the init exits: releasing it
 	// (its buffers are the first phase's) costs more than the run should
 	// wait for, and the program's process closes it on exec.
 	buf = read_frame(NSINIT_CONFIG_FD, &size);
 	parse(buf, size, &c);
+	c.frame = buf;
 	apply(&c, &plan);
-	if (!plan.user || !plan.cwd || !plan.seccomp || !plan.argv || !plan.env) {
-		errno = 0;
-		fail("config: incomplete");
-	}
-	plan.argvp = calloc(plan.argv->argc + 1, sizeof *plan.argvp);
-	plan.envp = calloc(plan.env->argc + 1, sizeof *plan.envp);
-	if (!plan.argvp || !plan.envp)
-		fail("allocate argv");
-	for (uint32_t i = 0; i < plan.argv->argc; i++)
-		plan.argvp[i] = (char *)plan.argv->argv[i].s;
-	for (uint32_t i = 0; i < plan.env->argc; i++)
-		plan.envp[i] = (char *)plan.env->argv[i].s;
+	finish_plan(&plan);
 
 	// Detaching the host's tree, when it is still attached, waits for the
-	// kernel: the program's process gets ready meanwhile, and execs only
-	// once the root is sealed. Otherwise sealing is quick and comes first.
-	int overlap = c.old != NULL;
-	if (!overlap)
-		seal(&c);
-	int pipefd[2], gofd[2] = {-1, -1};
-	if (pipe2(pipefd, O_CLOEXEC) < 0 || (overlap && pipe2(gofd, O_CLOEXEC) < 0))
-		fail("pipe");
+	// kernel, and overlaps the start of the program. Otherwise sealing is
+	// quick and comes first.
 	pid_t child;
-	if (overlap) {
-		child = fork();
-		if (child == 0) {
-			close(pipefd[0]);
-			close(gofd[1]);
-			exec_program(&plan, pipefd[1], gofd[0]);
-		}
+	if (c.old != NULL) {
+		child = start_overlapped(&c, &plan);
 	} else {
-		// The init has nothing to do until the program has exec'd: it
-		// lends the program's process its memory until then instead of
-		// having it copied (page tables, then a fault per page written).
-		struct child_args args = {&plan, pipefd[1]};
-		child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-		// The program's setresuid, on the memory it shared, may have
-		// made the init dumpable again.
-		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-			fail("dumpable");
-	}
-	if (child < 0)
-		fail("fork");
-	close(pipefd[1]);
-	if (overlap) {
-		close(gofd[0]);
-		// If sealing fails the init exits, and the kernel kills the
-		// waiting process.
 		seal(&c);
-		if (write(gofd[1], "g", 1) != 1) {
-			// The program's process ended before it was released:
-			// its reason is on the error pipe.
-			char why[512];
-			ssize_t n = read(pipefd[0], why, sizeof why - 1);
-			if (n > 0) {
-				why[n] = '\0';
-				report("E start program: %s\n", why);
-				_exit(125);
-			}
-			fail("release the program");
-		}
-		close(gofd[1]);
-	}
-	// The program has its own copies of stdin, stdout and stderr; the init
-	// must not keep the pipes open after the program is gone.
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull >= 0) {
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		close(devnull);
-	}
-	char why[512];
-	ssize_t n;
-	do {
-		n = read(pipefd[0], why, sizeof why - 1);
-	} while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
-	if (n > 0) {
-		why[n] = '\0';
-		report("E start program: %s\n", why);
-		_exit(125);
+		child = start_program(&plan, 0);
 	}
 	for (;;) {
-		int ws;
-		pid_t pid = waitpid(-1, &ws, 0);
-		if (pid < 0) {
-			if (errno == EINTR)
-				continue;
-			fail("wait");
-		}
-		if (pid == child) {
+		int ws = wait_program(child);
+		if (!plan.keep) {
+			// The kernel kills what is left when the init exits.
 			report("X %d\n", ws);
 			_exit(0);
 		}
+		end_run(&plan);
+		report("X %d\n", ws);
+		c.later = 1;
+		next_run(&c, &plan);
+		child = start_program(&plan, CLONE_NEWIPC);
 	}
 }
 

@@ -40,6 +40,7 @@ const (
 	OpStdinNull = C.OP_STDIN_NULL
 	OpPreopen   = C.OP_PREOPEN
 	OpRemount   = C.OP_REMOUNT
+	OpKeep      = C.OP_KEEP
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

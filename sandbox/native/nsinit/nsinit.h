@@ -1,10 +1,20 @@
 /* The wire format between the native backend (Go) and the sandbox init.
- * The parent writes two frames to fd 3, each a u32 length and that many
- * bytes of operations: the first phase (shared by every run, and sent when
- * the init is started ahead of need) and the second (the run's own). Each
- * operation is: u32 op, u32 argc, then argc times (u32 len, len bytes, one
- * NUL). Integers are in host byte order: both ends are the same binary on
- * the same machine. */
+ * The parent writes two frames to fd 3 (a stream socket), each a u32 length
+ * and that many bytes of operations: the first phase (shared by every run,
+ * and sent when the init is started ahead of need) and the second (the
+ * run's own). A second phase with OP_KEEP asks the init to wait, once the
+ * program has ended, for another run in the same sandbox: its frame comes
+ * with the run's stdin, stdout and stderr as SCM_RIGHTS on its first byte,
+ * and holds only the operations a sealed sandbox still allows (OP_FILE,
+ * OP_MKDIR and OP_REMOUNT below the scratch mounts, and the program's own).
+ * Each operation is: u32 op, u32 argc, then argc times (u32 len, len bytes,
+ * one NUL). Integers are in host byte order: both ends are the same binary
+ * on the same machine.
+ *
+ * The init writes one line per run to fd 4: "X <wait status>" once the
+ * program has ended (and, with OP_KEEP, once nothing of the run is left),
+ * or "E <reason>" when the sandbox could not be set up, after which it
+ * exits. */
 #ifndef CODERUNNER_NSINIT_H
 #define CODERUNNER_NSINIT_H
 
@@ -29,6 +39,9 @@ enum nsinit_op {
 	OP_STDIN_NULL = 18, /* (none): the program reads /dev/null */
 	OP_PREOPEN = 19, /* path: open a bind source a later phase may use */
 	OP_REMOUNT = 20, /* dst, options: change the options of a tmpfs */
+	OP_KEEP = 21,    /* (dst, options)...: after the program, kill what is
+			    left, make each dst an empty tmpfs with options
+			    again, and wait for another run */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"

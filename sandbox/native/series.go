@@ -1,0 +1,176 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+// maxKept bounds the idle sandboxes one series keeps: one per run it had
+// under way at once is all it can use.
+const maxKept = 16
+
+// Series returns a new series of runs that keeps the sandbox of a run that
+// ended normally for the next run of the same shape; see sandbox.Series.
+//
+// Between two runs the sandbox's init kills whatever the first left (it
+// is the PID namespace's init, so nothing escapes kill(-1)), reaps it,
+// and makes /tmp and /workspace empty again (removing what the run left,
+// or mounting a new tmpfs when that is much or the mount's root was
+// changed); the next program gets a new IPC namespace, its own pipes, and
+// the cgroup's peak memory reset, its CPU time and OOM kills counted from
+// its start. The user, network, UTS and mount namespaces stay: the
+// program cannot change them (no capability, a read-only root, seccomp).
+// Runs that bind a host workspace or a writable mount, and backends
+// without cgroups, get a new sandbox each time.
+func (b *Backend) Series() sandbox.Series { return &series{b: b} }
+
+var _ sandbox.Reuser = (*Backend)(nil)
+
+type series struct {
+	b *Backend
+
+	mu     sync.Mutex
+	idle   []keptSandbox
+	closed bool
+}
+
+// keptSandbox is an idle sandbox of a series, with the mounts its second
+// phase made: only a run with the same mounts can use it.
+type keptSandbox struct {
+	sp     *started
+	mounts string
+}
+
+func (s *series) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	p, err := sandbox.Prepared(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	owner := s
+	if !s.keeps(p) {
+		owner = nil
+	}
+	for attempt := 0; ; attempt++ {
+		r := &run{b: s.b, spec: p, id: s.b.runID.Add(1), series: owner}
+		res, err := r.execute(ctx)
+		r.close()
+		// A kept sandbox that failed before the run's stdin was touched
+		// (its init died while idle) is replaced by a new one.
+		if err == nil || !r.reused || r.fed || attempt > 0 || !errors.Is(err, sandbox.ErrSetup) {
+			return res, err
+		}
+		s.b.log.Warn("a kept sandbox failed, the run starts again in a new one", "run", r.id, "error", err)
+	}
+}
+
+// keeps reports whether the sandbox of spec can be kept: nothing it
+// writes may be outside the scratch mounts the init empties, and a run's
+// usage must be measurable apart from the previous one's.
+func (s *series) keeps(spec *sandbox.Spec) bool {
+	if spec.Workspace != "" || s.b.cgroups == nil {
+		return false
+	}
+	for _, m := range spec.Mounts {
+		if m.Writable {
+			return false
+		}
+	}
+	return true
+}
+
+// take returns an idle sandbox made with mounts, or nil.
+func (s *series) take(mounts string) *started {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.idle) - 1; i >= 0; i-- {
+		k := s.idle[i]
+		if k.mounts != mounts {
+			continue
+		}
+		s.idle = append(s.idle[:i], s.idle[i+1:]...)
+		if !k.sp.alive() {
+			s.release(k.sp)
+			return nil
+		}
+		return k.sp
+	}
+	return nil
+}
+
+// put keeps sp, whose run is over, for a later run.
+func (s *series) put(sp *started, mounts string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.idle) >= maxKept {
+		s.release(sp)
+		return
+	}
+	s.idle = append(s.idle, keptSandbox{sp: sp, mounts: mounts})
+}
+
+// release tears sp down in the background; Backend.Close waits for it.
+func (s *series) release(sp *started) {
+	s.b.teardown.Add(1)
+	go func() {
+		defer s.b.teardown.Done()
+		sp.discard()
+	}()
+}
+
+// Close releases the idle sandboxes. It is safe to call more than once.
+func (s *series) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, k := range s.idle {
+		s.release(k.sp)
+	}
+	s.idle = nil
+	return nil
+}
+
+// acquire returns the sandbox for the run: one its series kept, made
+// ready for it, or else a warm or new one.
+func (r *run) acquire() (*started, error) {
+	if r.series != nil {
+		if sp := r.series.take(string(r.mounts.buf)); sp != nil {
+			err := r.reuse(sp)
+			if err == nil {
+				r.reused = true
+				return sp, nil
+			}
+			r.b.log.Warn("unable to reuse a kept sandbox", "run", r.id, "error", err)
+			r.series.release(sp)
+		}
+	}
+	return r.b.take(r.spec.Limits, r.sources, r.workspace)
+}
+
+// reuse sets a kept sandbox's cgroup for the run: its limits, a peak
+// memory of its own, and the counters the run's usage is measured from.
+func (r *run) reuse(sp *started) error {
+	lim := r.spec.Limits
+	r.b.recent.Store(&lim)
+	if want := cgroupLimits(lim); sp.limits != want {
+		if err := sp.group.Update(want); err != nil {
+			return err
+		}
+		sp.limits = want
+	}
+	if err := sp.group.ResetPeak(); err != nil {
+		return err
+	}
+	base, err := sp.group.Stats()
+	if err != nil {
+		return fmt.Errorf("unable to read cgroup: %w", err)
+	}
+	r.base = base
+	return sp.newStreams()
+}
