@@ -51,7 +51,7 @@ type started struct {
 	// programStreams are the program's ends of the pipes of the next run
 	// of a kept sandbox, until they are sent.
 	programStreams [3]*os.File
-	once                                  sync.Once
+	once           sync.Once
 }
 
 // spawn starts a sandbox init. Creating namespaces (a network namespace
