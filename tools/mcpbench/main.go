@@ -1,12 +1,15 @@
 // Command mcpbench measures what MCP adds to a call of execute_code: the
 // same Python print through the Go API, through MCP over streamable HTTP
-// (the server in this process, on a loopback listener) and through MCP over
-// stdio (`coderunner mcp` as a subprocess, as an MCP host starts it), in the
-// same run, interleaved, and prints p50/p95 per call and the difference of
-// each to the Go API. It also times the protocol alone, with an executor
-// that answers at once, over HTTP and over an in-process pipe, and HTTP
-// through the SDK's handler alone, which answers every call with an event
-// stream where mcpserver's Handler answers most with a JSON body.
+// (the server in this process, on a loopback listener), once through
+// mcpserver's Handler and once through the SDK's streamable handler on the
+// same server, and through MCP over stdio (`coderunner mcp` as a
+// subprocess, as an MCP host starts it), in the same run, interleaved, and
+// prints p50/p95 per call and the difference of each to the Go API. It
+// also times the protocol alone, with an executor that answers at once,
+// over both HTTP handlers and over an in-process pipe, with the CPU time
+// (client and server, both in this process) per call: the SDK's handler
+// answers every call with an event stream, where mcpserver's Handler
+// answers with a JSON body unless the call asks for progress.
 //
 // Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400]
 //
@@ -29,6 +32,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,6 +73,10 @@ type mode struct {
 	// of a call outside it is what MCP adds, before and after the run.
 	timed     *timingRunner
 	pre, post []time.Duration
+	// noop marks the modes whose executor answers at once: their CPU
+	// time per call is the protocol's, client and server.
+	noop bool
+	cpu  time.Duration // per call, from a run of its own
 }
 
 func run(n int, bin string, warm int) error {
@@ -89,6 +97,11 @@ func run(n int, bin string, warm int) error {
 		return err
 	}
 	defer closeHTTP()
+	sdkSession, closeSDK, err := serveHTTP(ctx, sdkHandler(srv))
+	if err != nil {
+		return err
+	}
+	defer closeSDK()
 	stdioSession, err := startStdio(ctx, bin)
 	if err != nil {
 		return err
@@ -110,6 +123,11 @@ func run(n int, bin string, warm int) error {
 		return err
 	}
 	defer closeNoopHTTP()
+	noopSDK, closeNoopSDK, err := serveHTTP(ctx, sdkHandler(noop))
+	if err != nil {
+		return err
+	}
+	defer closeNoopSDK()
 	noopPipe, err := pipeSession(ctx, noop)
 	if err != nil {
 		return err
@@ -125,11 +143,13 @@ func run(n int, bin string, warm int) error {
 			}
 			return check(res)
 		}},
-		{name: "MCP streamable HTTP", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
+		{name: "MCP HTTP (mcpserver)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
+		{name: "MCP HTTP (SDK handler)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, sdkSession, args) }},
 		{name: "MCP stdio (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, stdioSession, args) }},
 		{name: "MCP pipe (in process)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, realPipe, args) }},
-		{name: "MCP HTTP, no-op executor", call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
-		{name: "MCP pipe, no-op executor", call: func(ctx context.Context) error { return callTool(ctx, noopPipe, args) }},
+		{name: "no-op HTTP (mcpserver)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
+		{name: "no-op HTTP (SDK handler)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopSDK, args) }},
+		{name: "no-op pipe", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopPipe, args) }},
 	}
 	// Warm up every path (toolchain discovery, connections, warm pools).
 	for range 10 {
@@ -159,6 +179,20 @@ func run(n int, bin string, warm int) error {
 				m.post = append(m.post, end.Sub(m.timed.end))
 			}
 		}
+	}
+	// The CPU time of the protocol, measured apart: during the loop above
+	// it would carry the work that the sandboxed runs leave behind them.
+	for _, m := range modes {
+		if !m.noop {
+			continue
+		}
+		before := cpuTime()
+		for range n {
+			if err := m.call(ctx); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		m.cpu = (cpuTime() - before) / time.Duration(n)
 	}
 	report(os.Stdout, n, warm, modes)
 	return nil
@@ -205,6 +239,21 @@ func serveHTTP(ctx context.Context, h http.Handler) (*mcp.ClientSession, func(),
 		return nil, nil, err
 	}
 	return cs, func() { _ = cs.Close(); _ = hs.Close() }, nil
+}
+
+// sdkHandler is the SDK's streamable HTTP handler on srv, configured as
+// mcpserver's Handler was before it had its own.
+func sdkHandler(srv *mcpserver.Server) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{SessionTimeout: time.Hour})
+}
+
+// cpuTime is the CPU time this process used so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // startStdio starts `bin mcp` with only HOME and PATH, as MCP hosts do.
@@ -286,6 +335,12 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 		pre50, _, _ := stats(m.pre)
 		post50, _, _ := stats(m.post)
 		fmt.Fprintf(w, "%-28s %s %s %s %s %s\n", m.name, ms(p50), ms(p95), ms(mean), ms(pre50), ms(post50))
+	}
+	fmt.Fprintf(w, "\nprotocol CPU per call (client and server, no-op executor, %d calls in a row):\n", n)
+	for _, m := range modes {
+		if m.noop {
+			fmt.Fprintf(w, "%-28s %s\n", m.name, ms(m.cpu))
+		}
 	}
 }
 
