@@ -19,10 +19,11 @@ import (
 )
 
 // initCaps are the capabilities, within its own namespaces, that the
-// sandbox init needs to build the sandbox.
+// sandbox init needs to build the sandbox, and, kept for a series, to
+// kill what a run left (its processes run as another user).
 var initCaps = []uintptr{
 	unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_SETPCAP, unix.CAP_CHOWN,
-	unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_NET_ADMIN,
+	unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_NET_ADMIN, unix.CAP_KILL,
 }
 
 // started is a sandbox init in its fresh namespaces, blocked until it is

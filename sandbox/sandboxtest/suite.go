@@ -108,6 +108,9 @@ func Run(t *testing.T, env Env) {
 			}
 		})
 	}
+	if reuser, ok := env.Backend.(sandbox.Reuser); ok {
+		t.Run("Series", func(t *testing.T) { s.runSeries(t, reuser) })
+	}
 }
 
 // waitClean gives the kernel a moment to finish tearing down what a run

@@ -1,0 +1,134 @@
+package native_test
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/native"
+)
+
+// seriesPid runs a shell that prints its process id in ser: 2 in a new
+// sandbox, more in a kept one.
+func seriesPid(t *testing.T, ser sandbox.Series, mutate func(*sandbox.Spec)) string {
+	t.Helper()
+	spec := &sandbox.Spec{
+		Args:   []string{"/bin/sh", "-c", "echo $$"},
+		Mounts: native.BaseMounts(),
+		Limits: sandbox.Limits{WallTime: 10 * time.Second},
+	}
+	if mutate != nil {
+		mutate(spec)
+	}
+	res, err := ser.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK {
+		t.Fatalf("status %s, stderr %s", res.Status, res.Stderr)
+	}
+	return strings.TrimSpace(string(res.Stdout))
+}
+
+func TestSeriesKeepsOnlyWhatItCanClean(t *testing.T) {
+	b := newBackend(t)
+	defer b.Close()
+	tests := []struct {
+		name   string
+		mutate func(*sandbox.Spec)
+		kept   bool
+	}{
+		{"read-only mounts", nil, true},
+		{"a private workspace with files", func(s *sandbox.Spec) {
+			s.Files = []sandbox.File{{Path: "in.txt", Content: []byte("x")}}
+		}, true},
+		{"a host workspace", func(s *sandbox.Spec) { s.Workspace = t.TempDir() }, false},
+		{"a writable mount", func(s *sandbox.Spec) {
+			s.Mounts = append(s.Mounts, sandbox.Mount{Source: t.TempDir(), Target: "/scratch", Writable: true})
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ser := b.Series()
+			defer ser.Close()
+			first := seriesPid(t, ser, tt.mutate)
+			second := seriesPid(t, ser, tt.mutate)
+			if kept := first != second; kept != tt.kept {
+				t.Fatalf("process ids %s then %s: kept %v, want %v", first, second, kept, tt.kept)
+			}
+			if n := len(native.KeptInits(ser)); tt.kept != (n == 1) {
+				t.Fatalf("%d sandboxes kept after two runs, want kept %v", n, tt.kept)
+			}
+		})
+	}
+	if err := waitCleanNative(); err != nil {
+		t.Errorf("left behind: %v", err)
+	}
+}
+
+func TestSeriesReplacesAKeptSandboxThatDied(t *testing.T) {
+	b := newBackend(t)
+	defer b.Close()
+	ser := b.Series()
+	defer ser.Close()
+	if pid := seriesPid(t, ser, nil); pid != "2" {
+		t.Fatalf("first run's shell is process %s, want 2 in a new sandbox", pid)
+	}
+	kept := native.KeptInits(ser)
+	if len(kept) != 1 {
+		t.Fatalf("%d sandboxes kept, want 1", len(kept))
+	}
+	if err := syscall.Kill(kept[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Let the kill land, so that the run finds the init dead rather
+	// than dying.
+	for range 100 {
+		if syscall.Kill(kept[0], 0) != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if pid := seriesPid(t, ser, nil); pid != "2" {
+		t.Fatalf("the run after the kept sandbox died ran as process %s, want 2 in a new sandbox", pid)
+	}
+}
+
+func TestSeriesClose(t *testing.T) {
+	b := newBackend(t)
+	defer b.Close()
+	ser := b.Series()
+	seriesPid(t, ser, nil)
+	if err := ser.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(native.KeptInits(ser)); n != 0 {
+		t.Fatalf("%d sandboxes kept after Close", n)
+	}
+	// A run after Close still runs, and its sandbox is not kept.
+	seriesPid(t, ser, nil)
+	if n := len(native.KeptInits(ser)); n != 0 {
+		t.Fatalf("%d sandboxes kept by a closed series", n)
+	}
+	if err := ser.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCleanNative(); err != nil {
+		t.Errorf("left behind: %v", err)
+	}
+}
+
+// waitCleanNative waits for the teardown of released sandboxes.
+func waitCleanNative() error {
+	var err error
+	for range 100 {
+		if err = leftovers(); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
