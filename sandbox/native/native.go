@@ -88,6 +88,10 @@ type Backend struct {
 
 	pool      *warmPool
 	closeOnce sync.Once
+	// open are the series not yet closed, whose kept sandboxes Close
+	// releases.
+	seriesMu sync.Mutex
+	open     map[*series]struct{}
 	// teardown counts runs whose sandbox is still being torn down after
 	// their result was returned.
 	teardown sync.WaitGroup

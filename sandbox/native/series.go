@@ -26,7 +26,29 @@ const maxKept = 16
 // program cannot change them (no capability, a read-only root, seccomp).
 // Runs that bind a host workspace or a writable mount, and backends
 // without cgroups, get a new sandbox each time.
-func (b *Backend) Series() sandbox.Series { return &series{b: b} }
+//
+// Backend.Close closes the series still open.
+func (b *Backend) Series() sandbox.Series {
+	s := &series{b: b}
+	b.seriesMu.Lock()
+	defer b.seriesMu.Unlock()
+	if b.open == nil {
+		b.open = map[*series]struct{}{}
+	}
+	b.open[s] = struct{}{}
+	return s
+}
+
+// closeSeries closes every series still open.
+func (b *Backend) closeSeries() {
+	b.seriesMu.Lock()
+	open := b.open
+	b.open = nil
+	b.seriesMu.Unlock()
+	for s := range open {
+		_ = s.Close()
+	}
+}
 
 var _ sandbox.Reuser = (*Backend)(nil)
 
@@ -126,6 +148,9 @@ func (s *series) release(sp *started) {
 
 // Close releases the idle sandboxes. It is safe to call more than once.
 func (s *series) Close() error {
+	s.b.seriesMu.Lock()
+	delete(s.b.open, s)
+	s.b.seriesMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

@@ -132,3 +132,21 @@ func waitCleanNative() error {
 	}
 	return err
 }
+
+func TestBackendCloseReleasesKeptSandboxes(t *testing.T) {
+	b := newBackend(t)
+	ser := b.Series()
+	seriesPid(t, ser, nil)
+	if n := len(native.KeptInits(ser)); n != 1 {
+		t.Fatalf("%d sandboxes kept, want 1", n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(native.KeptInits(ser)); n != 0 {
+		t.Fatalf("%d sandboxes kept after the backend closed", n)
+	}
+	if err := leftovers(); err != nil {
+		t.Fatalf("left behind once Close returned: %v", err)
+	}
+}

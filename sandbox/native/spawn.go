@@ -520,11 +520,12 @@ func (s *started) reaches(sources []string) bool {
 	return true
 }
 
-// Close stops the inits started ahead of need and waits for the teardown
-// of finished runs. Runs under way are not affected. It is safe to call
+// Close stops the inits started ahead of need, releases the sandboxes
+// series keep, and waits for the teardown of finished runs. Runs under way are not affected. It is safe to call
 // more than once.
 func (b *Backend) Close() error {
 	defer b.teardown.Wait()
+	b.closeSeries()
 	b.closeOnce.Do(func() {
 		if b.pool == nil {
 			return
