@@ -26,9 +26,12 @@
 // compile once.
 //
 // Program.Run mounts the entry read-only at ProgramDir (/opt/program) and
-// runs the recipe's run argv there, with a fresh private /workspace as
-// working directory; an interpreted program's source is written into that
-// workspace. The run gets exactly the caller's limits, raised only where
+// runs the recipe's run argv there, with a private /workspace, empty but
+// for an interpreted program's source, as working directory. On a backend
+// that keeps sandboxes between runs (sandbox.Reuser: native), the runs of
+// one Program form a series: each test starts in a clean sandbox that an
+// earlier test of the same program may have used, which saves creating
+// one per test. The run gets exactly the caller's limits, raised only where
 // a runtime needs more processes (a JVM's threads).
 //
 // Some languages need more than their recipe says; runner keeps a small
