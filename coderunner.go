@@ -141,9 +141,10 @@ func New(ctx context.Context, opts Options) (c *CodeRunner, retErr error) {
 		}
 	}
 	c.engine, c.engineErr = runner.New(c.backend, langs, runner.Options{
-		CacheDir:      opts.CacheDir,
-		CompileLimits: compileLimits(cfg),
-		Logger:        log,
+		CacheDir:       opts.CacheDir,
+		CompileLimits:  compileLimits(cfg),
+		Logger:         log,
+		SandboxPerTest: cfg.Backend.SandboxPerTest,
 	})
 	var engine judge.Engine = c.engine
 	if c.engineErr != nil {

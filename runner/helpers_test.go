@@ -19,12 +19,29 @@ import (
 // counting wraps a backend and counts its runs.
 type counting struct {
 	sandbox.Backend
-	runs atomic.Int64
+	runs, seriesRuns atomic.Int64
 }
 
 func (c *counting) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	c.runs.Add(1)
 	return c.Backend.Run(ctx, spec)
+}
+
+// Series counts the runs of the series too, so that the tests judge with
+// sandboxes kept between tests as the runner does on native.
+func (c *counting) Series() sandbox.Series {
+	return &countingSeries{Series: c.Backend.(sandbox.Reuser).Series(), c: c}
+}
+
+type countingSeries struct {
+	sandbox.Series
+	c *counting
+}
+
+func (s *countingSeries) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	s.c.runs.Add(1)
+	s.c.seriesRuns.Add(1)
+	return s.Series.Run(ctx, spec)
 }
 
 var (

@@ -69,7 +69,7 @@ func (p *Program) Run(ctx context.Context, stdin []byte, limits sandbox.Limits) 
 
 // openSeries gives the program a series of runs if the backend has them.
 func (p *Program) openSeries() {
-	if reuser, ok := p.r.backend.(sandbox.Reuser); ok {
+	if reuser, ok := p.r.backend.(sandbox.Reuser); ok && !p.r.perTest {
 		p.series = reuser.Series()
 	}
 }

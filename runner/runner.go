@@ -55,6 +55,10 @@ type Options struct {
 	// Logger receives warnings (a cache entry that could not be removed,
 	// a Go build cache seed that failed); nil discards them.
 	Logger *slog.Logger
+	// SandboxPerTest runs every Program.Run in a new sandbox, even on a
+	// backend that can keep one between the runs of a program
+	// (sandbox.Reuser).
+	SandboxPerTest bool
 }
 
 // Runner prepares and runs programs of every language of a table in a
@@ -67,6 +71,7 @@ type Runner struct {
 	log           *slog.Logger
 	cache         *cache
 	compileLimits sandbox.Limits
+	perTest       bool
 	flights       flightGroup
 	seeds         seedGroup
 }
@@ -83,7 +88,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) (*Runner, err
 	if langs == nil {
 		return nil, errors.New("runner: no language table")
 	}
-	r := &Runner{backend: backend, langs: langs, log: opts.Logger}
+	r := &Runner{backend: backend, langs: langs, log: opts.Logger, perTest: opts.SandboxPerTest}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}

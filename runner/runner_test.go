@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -164,4 +165,34 @@ func languageProgram(t *testing.T, id string) programs {
 	}
 	t.Fatalf("no programs for %s", id)
 	return programs{}
+}
+
+func TestSandboxPerTest(t *testing.T) {
+	for _, perTest := range []bool{false, true} {
+		t.Run(fmt.Sprint("SandboxPerTest=", perTest), func(t *testing.T) {
+			r, be := newRunner(t, runner.Options{SandboxPerTest: perTest})
+			p, err := r.Prepare(context.Background(), "python", "import os\nprint(os.getpid())\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			var pids []string
+			for range 3 {
+				res, err := p.Run(context.Background(), nil, sandbox.Limits{WallTime: 10 * time.Second})
+				if err != nil || res.Status != sandbox.StatusOK {
+					t.Fatalf("run: %v %+v", err, res)
+				}
+				pids = append(pids, strings.TrimSpace(string(res.Stdout)))
+			}
+			// A new sandbox's program is its PID namespace's process 2;
+			// a kept sandbox's processes carry on counting.
+			fresh := pids[1] == pids[0] && pids[2] == pids[0]
+			if fresh != perTest {
+				t.Fatalf("process ids %v with SandboxPerTest %v", pids, perTest)
+			}
+			if got := be.seriesRuns.Load(); (got > 0) == perTest {
+				t.Fatalf("%d runs went through a series with SandboxPerTest %v", got, perTest)
+			}
+		})
+	}
 }

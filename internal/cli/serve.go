@@ -142,7 +142,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		srvOpts.Sessions = store
 	}
 	judgeOpts := judge.Options{Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB}
-	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg)})
+	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg), SandboxPerTest: cfg.Backend.SandboxPerTest})
 	if engErr != nil {
 		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", engErr)
 	} else {

@@ -65,6 +65,12 @@ type Backend struct {
 	OpenFiles int `yaml:"open_files"`
 	// BwrapPath is the bwrap binary; empty means looked up.
 	BwrapPath string `yaml:"bwrap_path"`
+	// SandboxPerTest gives every test of a judge a new sandbox. By
+	// default the tests of one program share sandboxes where the backend
+	// can keep one (native): each test still starts with no process, file
+	// or IPC object of an earlier one, and its own usage counters, but in
+	// the namespaces an earlier test of the same program used.
+	SandboxPerTest bool `yaml:"sandbox_per_test"`
 }
 
 // Docker configures the docker backend (the CodeRunner specification's
