@@ -37,8 +37,8 @@ type httpConn struct {
 	onClose   func()
 
 	mu       sync.Mutex
-	pending  map[jsonrpc.ID]*waiter
-	progress map[any]*waiter
+	pending  map[jsonrpc.ID]*answer
+	progress map[any]*answer
 }
 
 func newHTTPConn(onClose func()) *httpConn {
@@ -46,39 +46,9 @@ func newHTTPConn(onClose func()) *httpConn {
 		incoming: make(chan jsonrpc.Message),
 		closed:   make(chan struct{}),
 		onClose:  onClose,
-		pending:  make(map[jsonrpc.ID]*waiter),
-		progress: make(map[any]*waiter),
+		pending:  make(map[jsonrpc.ID]*answer),
+		progress: make(map[any]*answer),
 	}
-}
-
-// waiter is one POST waiting for what the server sends for its requests.
-type waiter struct {
-	out chan outgoing
-	// done is the POST's context's: closed once its handler has returned,
-	// so that a write never blocks on a POST that no longer reads.
-	done <-chan struct{}
-	// token is the progress token routed to this waiter, if any.
-	token any
-}
-
-// outgoing is one encoded message on its way to a POST.
-type outgoing struct {
-	buf    *[]byte
-	final  bool // a response, rather than a notification
-	failed bool // an error response
-}
-
-// send hands o to the waiter's POST; it gives the buffer back when the POST
-// is gone.
-func (w *waiter) send(ctx context.Context, o outgoing) bool {
-	select {
-	case w.out <- o:
-		return true
-	case <-w.done:
-	case <-ctx.Done():
-	}
-	putBuf(o.buf)
-	return false
 }
 
 // httpTransport hands the SDK a session's connection.
@@ -145,7 +115,7 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			return fmt.Errorf("marshaling response: %w", err)
 		}
 		*buf = data
-		w.send(ctx, outgoing{buf: buf, final: true, failed: m.Error != nil})
+		w.deliver(buf, true, m.Error != nil)
 		return nil
 	case *jsonrpc.Request:
 		if m.Method == methodProgress && !m.IsCall() {
@@ -160,7 +130,7 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 					}
 					buf := getBuf()
 					*buf = append(*buf, data...)
-					if w.send(ctx, outgoing{buf: buf}) {
+					if w.deliver(buf, false, false) {
 						return nil
 					}
 				}
@@ -188,7 +158,9 @@ func (c *httpConn) SessionID() string { return "" }
 // 202 when they hold no request; otherwise the response as one JSON body,
 // the responses of a batch as one JSON array, or, for a request that asks
 // for progress and a client that accepts it, an event stream of its
-// progress notifications and then its response.
+// progress notifications and then its response. onAnswered, if set, is
+// called before the response's headers are written, with whether the
+// response is an error.
 func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accepts acceptance, onAnswered func(failed bool)) {
 	done := r.Context().Done()
 	if p.calls == 0 {
@@ -203,12 +175,14 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	stream := p.token != nil && accepts.sse || !accepts.json
-	slack := 0
-	if stream {
-		slack = 16
+	kind := answerJSON
+	switch {
+	case p.batch:
+		kind = answerBatch
+	case p.token != nil && accepts.sse || !accepts.json:
+		kind = answerStream
 	}
-	wt := &waiter{out: make(chan outgoing, p.calls+slack), done: done}
+	a := newAnswer(w, kind, p.calls)
 	ids := p.ids()
 	c.mu.Lock()
 	for i, id := range ids {
@@ -220,116 +194,51 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %v is already in use by a call in progress", id.Raw()), nil)
 			return
 		}
-		c.pending[id] = wt
+		c.pending[id] = a
 	}
-	if stream && p.token != nil {
+	if kind == answerStream && p.token != nil {
 		if _, dup := c.progress[p.token]; !dup {
-			c.progress[p.token] = wt
-			wt.token = p.token
+			c.progress[p.token] = a
+			a.token = p.token
 		}
 	}
 	c.mu.Unlock()
 
+	if kind == answerStream {
+		if onAnswered != nil {
+			// The headers go before the response is known.
+			onAnswered(false)
+		}
+		a.startStream()
+	} else {
+		a.onAnswered = onAnswered
+	}
 	for _, m := range p.msgs {
 		if err := c.push(done, m); err != nil {
-			c.abandon(wt, ids, "")
-			if errors.Is(err, errSessionEnded) {
+			c.abandon(a, ids, "")
+			if a.giveUp() && errors.Is(err, errSessionEnded) && kind != answerStream {
 				writeNotFound(w, err.Error())
 			}
 			return
 		}
 	}
-	if stream {
-		c.stream(w, r, wt, ids, onAnswered)
-		return
-	}
-
-	var single outgoing
-	var all []outgoing
-	for got := 0; got < p.calls; got++ {
-		select {
-		case o := <-wt.out:
-			if p.batch {
-				all = append(all, o)
-			} else {
-				single = o
-			}
-		case <-done:
-			c.abandon(wt, ids, "the HTTP request of the call went away")
-			releaseAll(all)
-			return
-		case <-c.closed:
-			c.abandon(wt, ids, "")
-			releaseAll(all)
-			writeNotFound(w, errSessionEnded.Error())
-			return
+	select {
+	case <-a.done:
+		if a.broken {
+			c.abandon(a, ids, "the HTTP request of the call went away")
 		}
-	}
-	h := w.Header()
-	h["Content-Type"] = contentJSON
-	if !p.batch {
-		if onAnswered != nil {
-			onAnswered(single.failed)
+	case <-done:
+		if a.giveUp() {
+			c.abandon(a, ids, "the HTTP request of the call went away")
 		}
-		h["Content-Length"] = []string{strconv.Itoa(len(*single.buf))}
-		_, _ = w.Write(*single.buf)
-		putBuf(single.buf)
-		return
-	}
-	body := getBuf()
-	b := append(*body, '[')
-	for i, o := range all {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, *o.buf...)
-	}
-	b = append(b, ']')
-	*body = b
-	releaseAll(all)
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
-	_, _ = w.Write(b)
-	putBuf(body)
-}
-
-// stream answers one request with an event stream: what the server sends
-// for it, its response last.
-func (c *httpConn) stream(w http.ResponseWriter, r *http.Request, wt *waiter, ids []jsonrpc.ID, onAnswered func(failed bool)) {
-	h := w.Header()
-	h["Content-Type"] = contentSSE
-	h["Cache-Control"] = noCache
-	rc := http.NewResponseController(w)
-	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
-	ev := getBuf()
-	defer putBuf(ev)
-	for {
-		select {
-		case o := <-wt.out:
-			if o.final && onAnswered != nil {
-				onAnswered(o.failed)
+	case <-c.closed:
+		if a.giveUp() {
+			c.abandon(a, ids, "")
+			// An event stream that ends without the response tells the
+			// client the call will get none.
+			if kind != answerStream {
+				writeNotFound(w, errSessionEnded.Error())
 			}
-			*ev = appendEvent((*ev)[:0], *o.buf)
-			putBuf(o.buf)
-			_, err := w.Write(*ev)
-			if err == nil {
-				err = rc.Flush()
-			}
-			if err != nil {
-				c.abandon(wt, ids, "the HTTP request of the call went away")
-				return
-			}
-			if o.final {
-				return
-			}
-		case <-r.Context().Done():
-			c.abandon(wt, ids, "the HTTP request of the call went away")
-			return
-		case <-c.closed:
-			// Ending the stream without the response tells the client that
-			// the call will get none.
-			c.abandon(wt, ids, "")
-			return
 		}
 	}
 }
@@ -337,7 +246,7 @@ func (c *httpConn) stream(w http.ResponseWriter, r *http.Request, wt *waiter, id
 // abandon forgets the calls of a POST that will not read their answers and,
 // with a reason, asks the server to cancel those still running, as the
 // client would with notifications/cancelled.
-func (c *httpConn) abandon(wt *waiter, ids []jsonrpc.ID, reason string) {
+func (c *httpConn) abandon(wt *answer, ids []jsonrpc.ID, reason string) {
 	var running []jsonrpc.ID
 	c.mu.Lock()
 	for _, id := range ids {
@@ -361,12 +270,6 @@ func (c *httpConn) abandon(wt *waiter, ids []jsonrpc.ID, reason string) {
 		if c.push(nil, &jsonrpc.Request{Method: methodCancelled, Params: params}) != nil {
 			return
 		}
-	}
-}
-
-func releaseAll(os []outgoing) {
-	for _, o := range os {
-		putBuf(o.buf)
 	}
 }
 
