@@ -9,7 +9,10 @@
 // over both HTTP handlers and over an in-process pipe, with the CPU time
 // (client and server, both in this process) per call: the SDK's handler
 // answers every call with an event stream, where mcpserver's Handler
-// answers with a JSON body unless the call asks for progress.
+// answers with a JSON body unless the call asks for progress. Two more
+// modes split what is left of HTTP: mcpserver's Handler called by a
+// client made of net/http alone, without the SDK's client, and a net/http
+// round trip with a canned answer, the floor of any HTTP transport here.
 //
 // Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400]
 //
@@ -25,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -133,6 +135,17 @@ func run(n int, bin string, warm int) error {
 		return err
 	}
 	defer noopPipe.Close()
+	noopRaw, closeNoopRaw, err := serveRaw(ctx, noop.Handler())
+	if err != nil {
+		return err
+	}
+	defer closeNoopRaw()
+	floorURL, closeFloor, err := listen(floorHandler())
+	if err != nil {
+		return err
+	}
+	defer closeFloor()
+	floor := &rawClient{url: floorURL, hc: &http.Client{}}
 
 	args := map[string]any{"language": "python", "code": code}
 	modes := []*mode{
@@ -150,6 +163,8 @@ func run(n int, bin string, warm int) error {
 		{name: "no-op HTTP (mcpserver)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
 		{name: "no-op HTTP (SDK handler)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopSDK, args) }},
 		{name: "no-op pipe", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopPipe, args) }},
+		{name: "no-op HTTP, net/http client", noop: true, call: noopRaw.call},
+		{name: "net/http round trip alone", noop: true, call: floor.call},
 	}
 	// Warm up every path (toolchain discovery, connections, warm pools).
 	for range 10 {
@@ -182,17 +197,27 @@ func run(n int, bin string, warm int) error {
 	}
 	// The CPU time of the protocol, measured apart: during the loop above
 	// it would carry the work that the sandboxed runs leave behind them.
-	for _, m := range modes {
-		if !m.noop {
-			continue
-		}
-		before := cpuTime()
-		for range n {
-			if err := m.call(ctx); err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
+	// After a pause for that work to end, the no-op modes take turns in
+	// rounds of ten calls, so that what else the process does is shared.
+	time.Sleep(500 * time.Millisecond)
+	cpu := make(map[*mode]time.Duration)
+	for range n / 10 {
+		for _, j := range rng.Perm(len(modes)) {
+			m := modes[j]
+			if !m.noop {
+				continue
 			}
+			before := cpuTime()
+			for range 10 {
+				if err := m.call(ctx); err != nil {
+					return fmt.Errorf("%s: %w", m.name, err)
+				}
+			}
+			cpu[m] += cpuTime() - before
 		}
-		m.cpu = (cpuTime() - before) / time.Duration(n)
+	}
+	for m, d := range cpu {
+		m.cpu = d / time.Duration(n/10*10)
 	}
 	report(os.Stdout, n, warm, modes)
 	return nil
@@ -226,19 +251,17 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, args map[string]any) e
 
 // serveHTTP serves h on a loopback port and connects a client to it.
 func serveHTTP(ctx context.Context, h http.Handler) (*mcp.ClientSession, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := listen(h)
 	if err != nil {
 		return nil, nil, err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(l) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + l.Addr().String()}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
-		_ = hs.Close()
+		stop()
 		return nil, nil, err
 	}
-	return cs, func() { _ = cs.Close(); _ = hs.Close() }, nil
+	return cs, func() { _ = cs.Close(); stop() }, nil
 }
 
 // sdkHandler is the SDK's streamable HTTP handler on srv, configured as
@@ -336,7 +359,7 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 		post50, _, _ := stats(m.post)
 		fmt.Fprintf(w, "%-28s %s %s %s %s %s\n", m.name, ms(p50), ms(p95), ms(mean), ms(pre50), ms(post50))
 	}
-	fmt.Fprintf(w, "\nprotocol CPU per call (client and server, no-op executor, %d calls in a row):\n", n)
+	fmt.Fprintf(w, "\nprotocol CPU per call (client and server, no-op executor, %d calls in rounds of 10):\n", n/10*10)
 	for _, m := range modes {
 		if m.noop {
 			fmt.Fprintf(w, "%-28s %s\n", m.name, ms(m.cpu))

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// rawClient calls execute_code over the streamable HTTP transport with
+// net/http alone, a request written once and a response checked for the
+// output: set beside the SDK's client on the same server, it shows what
+// that client costs.
+type rawClient struct {
+	url     string
+	session string
+	hc      *http.Client
+}
+
+const (
+	rawInitialize  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcpbench-raw","version":"1"}}}`
+	rawInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	rawCall        = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print('hello')"}}}`
+)
+
+// serveRaw serves h on a loopback port and opens a session on it with
+// rawClient.
+func serveRaw(ctx context.Context, h http.Handler) (*rawClient, func(), error) {
+	url, stop, err := listen(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &rawClient{url: url, hc: &http.Client{}}
+	resp, err := c.post(ctx, rawInitialize)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	c.session = resp.Header.Get("Mcp-Session-Id")
+	if _, err := c.post(ctx, rawInitialized); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return c, stop, nil
+}
+
+func (c *rawClient) post(ctx context.Context, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s: %s", resp.Status, data)
+	}
+	if bytes.HasPrefix([]byte(body), []byte(`{"jsonrpc":"2.0","id":2`)) && !bytes.Contains(data, []byte(`hello\n`)) {
+		return nil, fmt.Errorf("unexpected response %s", data)
+	}
+	return resp, nil
+}
+
+func (c *rawClient) call(ctx context.Context) error {
+	_, err := c.post(ctx, rawCall)
+	return err
+}
+
+// floorHandler answers every request with a canned tools/call result, the
+// size of the real one, for the round trip of net/http alone.
+func floorHandler() http.Handler {
+	body := []byte(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"success: hello\n"}],"structuredContent":{"stdout":"hello\n","stderr":"","status":"success"}}}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
+
+// listen serves h on a loopback port.
+func listen(h http.Handler) (url string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Println("mcpbench: serving:", err)
+		}
+	}()
+	return "http://" + l.Addr().String(), func() { _ = hs.Close() }, nil
+}
