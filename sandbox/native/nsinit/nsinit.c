@@ -185,12 +185,10 @@ static void read_full(int fd, char *buf, size_t n)
 	}
 }
 
-// read_frame reads one frame of the setup stream: a u32 length, then that
-// many bytes of operations.
-static char *read_frame(int fd, size_t *size)
+// read_body reads the len bytes of operations of a frame whose length
+// was read.
+static char *read_body(int fd, uint32_t len, size_t *size)
 {
-	uint32_t len;
-	read_full(fd, (char *)&len, sizeof len);
 	if (len > NSINIT_MAX_CONFIG) {
 		errno = 0;
 		fail("config: frame of %u bytes, more than %u", len, NSINIT_MAX_CONFIG);
@@ -201,6 +199,15 @@ static char *read_frame(int fd, size_t *size)
 	read_full(fd, buf, len);
 	*size = len;
 	return buf;
+}
+
+// read_frame reads one frame of the setup stream: a u32 length, then that
+// many bytes of operations.
+static char *read_frame(int fd, size_t *size)
+{
+	uint32_t len;
+	read_full(fd, (char *)&len, sizeof len);
+	return read_body(fd, len, size);
 }
 
 static uint32_t take_u32(const char *buf, size_t size, size_t *off)
@@ -1263,16 +1270,7 @@ static char *recv_run(int fd, int fds[3], size_t *size)
 	}
 	if ((size_t)n < sizeof len)
 		read_full(fd, (char *)&len + n, sizeof len - (size_t)n);
-	if (len > NSINIT_MAX_CONFIG) {
-		errno = 0;
-		fail("config: frame of %u bytes, more than %u", len, NSINIT_MAX_CONFIG);
-	}
-	char *buf = malloc(len + 1);
-	if (!buf)
-		fail("config: out of memory");
-	read_full(fd, buf, len);
-	*size = len;
-	return buf;
+	return read_body(fd, len, size);
 }
 
 // next_run waits for the next run of a kept sandbox and applies its
