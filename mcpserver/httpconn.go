@@ -304,12 +304,15 @@ func appendResponse(b []byte, r *jsonrpc.Response) ([]byte, error) {
 			b = append(b, r.Result...)
 			return append(b, '}'), nil
 		case string:
-			q, err := json.Marshal(id)
-			if err != nil {
+			// As the SDK writes it, without escaping HTML.
+			var q bytes.Buffer
+			enc := json.NewEncoder(&q)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(id); err != nil {
 				return b, err
 			}
 			b = append(b, `{"jsonrpc":"2.0","id":`...)
-			b = append(b, q...)
+			b = append(b, bytes.TrimSuffix(q.Bytes(), []byte{'\n'})...)
 			b = append(b, `,"result":`...)
 			b = append(b, r.Result...)
 			return append(b, '}'), nil
