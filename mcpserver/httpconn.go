@@ -31,6 +31,7 @@ var errSessionEnded = errors.New("the MCP session ended")
 // event stream go to that stream, found by progress token. Nothing else can
 // reach the client, since the handler offers no standalone event stream.
 type httpConn struct {
+	id        string
 	incoming  chan jsonrpc.Message
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -41,8 +42,9 @@ type httpConn struct {
 	progress map[any]*answer
 }
 
-func newHTTPConn(onClose func()) *httpConn {
+func newHTTPConn(id string, onClose func()) *httpConn {
 	return &httpConn{
+		id:       id,
 		incoming: make(chan jsonrpc.Message),
 		closed:   make(chan struct{}),
 		onClose:  onClose,
@@ -151,8 +153,9 @@ func (c *httpConn) Close() error {
 	return nil
 }
 
-// SessionID is empty: the SDK needs it only for its own transports.
-func (c *httpConn) SessionID() string { return "" }
+// SessionID is the Mcp-Session-Id, which the SDK's ServerSession.ID
+// reports.
+func (c *httpConn) SessionID() string { return c.id }
 
 // serve carries the messages of one POST to the session and answers it:
 // 202 when they hold no request; otherwise the response as one JSON body,
