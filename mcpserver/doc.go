@@ -1,6 +1,6 @@
 // Package mcpserver serves coderunner to AI agents over the Model Context
-// Protocol, with the official Go SDK: over stdio (coderunner mcp) and over
-// streamable HTTP (the /mcp endpoint of coderunner serve).
+// Protocol, with the official Go SDK's server: over stdio (coderunner mcp)
+// and over streamable HTTP (the /mcp endpoint of coderunner serve).
 //
 // Three tools:
 //
@@ -29,4 +29,16 @@
 // Cancellation by the client (notifications/cancelled, or the HTTP request
 // going away) cancels the call's context, which stops the sandboxed
 // program and everything it started.
+//
+// The transports are this package's own, on the SDK's mcp.Transport
+// interface, because the SDK's cost more than the tools: LineTransport for
+// stdio, and HTTPHandler (what Handler returns) for streamable HTTP,
+// protocol versions 2024-11-05 to 2025-11-25. HTTPHandler decodes a POST
+// body once, answers a request with its response as a JSON body (an event
+// stream only when the request asks for progress, so that the progress
+// comes first), routes each response to its POST by JSON-RPC id and each
+// progress notification by its token, and writes from the goroutine that
+// produced the message. It takes JSON-RPC batches under the protocol
+// versions that have them (before 2025-06-18) and refuses them after;
+// GET gets 405, since the server sends nothing outside a call.
 package mcpserver

@@ -66,6 +66,18 @@ type HTTPOptions struct {
 //
 // A call is cancelled by notifications/cancelled, by its session ending,
 // and by its POST going away before the response.
+//
+// Every refusal is a JSON body: a JSON-RPC error (its id null when the
+// request's is not known), except the 404 of a session that is not open,
+// whose body is {"error": "..."} because the SDK's client reads a JSON-RPC
+// error there as the failure of one call rather than the session's end.
+// 403 refuses a Host that is not local on a loopback listener (DNS
+// rebinding), 413 a body over MaxBodyBytes, 415 a body that is not JSON,
+// 406 an Accept header that takes neither JSON nor an event stream, 400 an
+// unsupported Mcp-Protocol-Version (with the SDK's
+// CodeUnsupportedProtocolVersion for the stateless protocol, so that its
+// client falls back to initialize), and 503 an initialize beyond
+// MaxSessions.
 type HTTPHandler struct {
 	srv  *Server
 	opts HTTPOptions
@@ -93,10 +105,12 @@ func (s *Server) NewHTTPHandler(opts HTTPOptions) *HTTPHandler {
 }
 
 // Handler returns the streamable HTTP handler to mount at /mcp, an
-// HTTPHandler with the default options: sessions close after an hour
-// idle, at most 1024 are open, and requests whose Host is not local on a
-// local listener are refused (DNS rebinding protection); authentication
-// is the caller's.
+// HTTPHandler with the default options: one MCP session per client
+// (Mcp-Session-Id), closed after an hour idle, at most 1024 open, bodies
+// capped at the largest arguments a tool takes, and requests whose Host
+// is not local refused on a local listener (DNS rebinding protection).
+// Calls are answered with JSON bodies, and with an event stream only when
+// they ask for progress. Authentication is the caller's.
 func (s *Server) Handler() http.Handler { return s.NewHTTPHandler(HTTPOptions{}) }
 
 // Close ends every session and refuses new ones.
