@@ -64,6 +64,10 @@ func bare(b *testing.B, dir, code string, compile bool, tcs []judge.TestCase) {
 }
 
 func benchJudge(b *testing.B, cached bool, warm, parallel int) {
+	benchJudgeWith(b, cached, warm, parallel, runner.Options{})
+}
+
+func benchJudgeWith(b *testing.B, cached bool, warm, parallel int, opts runner.Options) {
 	var be sandbox.Backend = nativeBackend(b)
 	if warm > 0 {
 		w, err := native.New(native.Options{Warm: warm})
@@ -73,7 +77,8 @@ func benchJudge(b *testing.B, cached bool, warm, parallel int) {
 		defer w.Close()
 		be = w
 	}
-	r, err := runner.New(be, lang.Default(), runner.Options{CacheDir: cacheDir(b)})
+	opts.CacheDir = cacheDir(b)
+	r, err := runner.New(be, lang.Default(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,6 +124,14 @@ func BenchmarkJudgeCompile(b *testing.B) { benchJudge(b, false, 0, 1) }
 
 // BenchmarkJudgeCached judges a source already in the compile cache.
 func BenchmarkJudgeCached(b *testing.B) { benchJudge(b, true, 0, 1) }
+
+// BenchmarkJudgeCachedPerTest is BenchmarkJudgeCached with a new sandbox
+// for every test (backend.sandbox_per_test), started ahead of need as
+// the server does, where the others keep a sandbox from one test to the
+// next.
+func BenchmarkJudgeCachedPerTest(b *testing.B) {
+	benchJudgeWith(b, true, 2, 1, runner.Options{SandboxPerTest: true})
+}
 
 // BenchmarkJudgeCachedWarm is BenchmarkJudgeCached on a native backend
 // that starts its sandboxes ahead of need, as the server does.
