@@ -30,6 +30,9 @@ type unprivilegedReport struct {
 	Warnings []string
 	Identity *sandbox.Result
 	Memory   *sandbox.Result
+	// SeriesPids are the process ids of two runs of a series: without a
+	// cgroup to measure each run apart, no sandbox may be kept.
+	SeriesPids []string
 }
 
 // unprivilegedChild runs as an ordinary user: it builds the backend and
@@ -57,6 +60,17 @@ func unprivilegedChild() int {
 	}
 	if rep.Memory, err = b.Run(context.Background(), spec); err != nil {
 		rep.Err = err.Error()
+		return 0
+	}
+	ser := b.Series()
+	defer ser.Close()
+	for range 2 {
+		res, err := ser.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/sh", "-c", "echo $$"}, Mounts: native.BaseMounts()})
+		if err != nil {
+			rep.Err = err.Error()
+			return 0
+		}
+		rep.SeriesPids = append(rep.SeriesPids, strings.TrimSpace(string(res.Stdout)))
 	}
 	rep.Warnings = rep.Identity.Warnings
 	return 0
@@ -114,6 +128,9 @@ func TestUnprivileged(t *testing.T) {
 	}
 	if rep.Memory.Status != sandbox.StatusNonzeroExit || !strings.Contains(string(rep.Memory.Stderr), "MemoryError") {
 		t.Errorf("400 MB under a 128 MB rlimit: %s %q", rep.Memory.Status, rep.Memory.Stderr)
+	}
+	if len(rep.SeriesPids) != 2 || rep.SeriesPids[0] != "2" || rep.SeriesPids[1] != "2" {
+		t.Errorf("a series without cgroups ran as processes %q, want 2 and 2 (a new sandbox each time)", rep.SeriesPids)
 	}
 }
 
