@@ -23,19 +23,21 @@ const (
 // using the ResponseWriter at once, or it being used after the POST
 // returned.
 type answer struct {
-	mu     sync.Mutex
-	rw     http.ResponseWriter
-	rc     *http.ResponseController
-	kind   answerKind
-	left   int       // responses still to come
-	parts  []*[]byte // a batch's responses so far
-	ended  bool      // answered or given up: nothing more is written
-	broken bool      // a write failed: the client is gone
-	done   chan struct{}
+	mu      sync.Mutex
+	rw      http.ResponseWriter
+	rc      *http.ResponseController
+	kind    answerKind
+	left    int       // responses still to come
+	parts   []*[]byte // a batch's responses so far
+	ended   bool      // answered or given up: nothing more is written
+	broken  bool      // a write failed: the client is gone
+	started bool      // an event stream's headers are sent
+	done    chan struct{}
 	// token is the progress token routed to this answer, if any.
 	token any
-	// onAnswered, if set, is called before a JSON response is written,
-	// with whether it is an error.
+	// onAnswered, if set, is called before the headers are written, with
+	// whether the response is an error (false for an event stream, whose
+	// headers go first).
 	onAnswered func(failed bool)
 }
 
@@ -47,9 +49,28 @@ func newAnswer(rw http.ResponseWriter, kind answerKind, calls int) *answer {
 	return a
 }
 
-// startStream sends an event stream's headers before any event, so that
-// the client sees the stream begin while the call runs.
+// startStream sends an event stream's headers, so that the client sees
+// the stream begin while the call runs.
 func (a *answer) startStream() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.ended {
+		a.startStreamLocked()
+	}
+}
+
+// startStreamLocked sends the headers unless they are sent; a.mu is held.
+// An event can come before the POST's goroutine sends them: a progress
+// token that another call used is routed here as soon as it is registered.
+func (a *answer) startStreamLocked() {
+	if a.started {
+		return
+	}
+	a.started = true
+	if a.onAnswered != nil {
+		// The headers go before the response is known.
+		a.onAnswered(false)
+	}
 	h := a.rw.Header()
 	h["Content-Type"] = contentSSE
 	h["Cache-Control"] = noCache
@@ -68,6 +89,7 @@ func (a *answer) deliver(buf *[]byte, final, failed bool) bool {
 	}
 	switch a.kind {
 	case answerStream:
+		a.startStreamLocked()
 		ev := getBuf()
 		*ev = appendEvent(*ev, *buf)
 		putBuf(buf)

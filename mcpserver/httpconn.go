@@ -101,7 +101,7 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		w := c.pending[m.ID]
 		if w != nil {
 			delete(c.pending, m.ID)
-			if w.token != nil {
+			if w.token != nil && c.progress[w.token] == w {
 				delete(c.progress, w.token)
 			}
 		}
@@ -186,6 +186,7 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 		kind = answerStream
 	}
 	a := newAnswer(w, kind, p.calls)
+	a.onAnswered = onAnswered
 	ids := p.ids()
 	c.mu.Lock()
 	for i, id := range ids {
@@ -208,13 +209,7 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 	c.mu.Unlock()
 
 	if kind == answerStream {
-		if onAnswered != nil {
-			// The headers go before the response is known.
-			onAnswered(false)
-		}
 		a.startStream()
-	} else {
-		a.onAnswered = onAnswered
 	}
 	for _, m := range p.msgs {
 		if err := c.push(done, m); err != nil {
