@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -31,8 +32,8 @@ func FuzzDecodePost(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p, err := decodePost(body)
 		if err != nil {
-			be, ok := err.(*bodyError)
-			if !ok || (be.code != jsonrpc.CodeParseError && be.code != jsonrpc.CodeInvalidRequest) || be.msg == "" {
+			var be *bodyError
+			if !errors.As(err, &be) || (be.code != jsonrpc.CodeParseError && be.code != jsonrpc.CodeInvalidRequest) || be.msg == "" {
 				t.Fatalf("%q: error %#v is not a body error with a JSON-RPC code", body, err)
 			}
 			return
@@ -105,8 +106,8 @@ func TestDecodePost(t *testing.T) {
 		t.Run(tt.body, func(t *testing.T) {
 			p, err := decodePost([]byte(tt.body))
 			if tt.code != 0 {
-				be, ok := err.(*bodyError)
-				if !ok || be.code != tt.code {
+				var be *bodyError
+				if !errors.As(err, &be) || be.code != tt.code {
 					t.Fatalf("error %v, want code %d", err, tt.code)
 				}
 				return

@@ -35,12 +35,12 @@ func serveRaw(ctx context.Context, h http.Handler) (*rawClient, func(), error) {
 		return nil, nil, err
 	}
 	c := &rawClient{url: url, hc: &http.Client{}}
-	resp, err := c.post(ctx, rawInitialize)
+	header, err := c.post(ctx, rawInitialize)
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
-	c.session = resp.Header.Get("Mcp-Session-Id")
+	c.session = header.Get("Mcp-Session-Id")
 	if _, err := c.post(ctx, rawInitialized); err != nil {
 		stop()
 		return nil, nil, err
@@ -48,7 +48,9 @@ func serveRaw(ctx context.Context, h http.Handler) (*rawClient, func(), error) {
 	return c, stop, nil
 }
 
-func (c *rawClient) post(ctx context.Context, body string) (*http.Response, error) {
+// post sends body and returns the response's header, its body read and
+// checked.
+func (c *rawClient) post(ctx context.Context, body string) (http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader([]byte(body)))
 	if err != nil {
 		return nil, err
@@ -74,7 +76,7 @@ func (c *rawClient) post(ctx context.Context, body string) (*http.Response, erro
 	if bytes.HasPrefix([]byte(body), []byte(`{"jsonrpc":"2.0","id":2`)) && !bytes.Contains(data, []byte(`hello\n`)) {
 		return nil, fmt.Errorf("unexpected response %s", data)
 	}
-	return resp, nil
+	return resp.Header, nil
 }
 
 func (c *rawClient) call(ctx context.Context) error {
