@@ -2,8 +2,10 @@
 // same Python print through the Go API, through MCP over streamable HTTP
 // (the server in this process, on a loopback listener), once through
 // mcpserver's Handler and once through the SDK's streamable handler on the
-// same server, and through MCP over stdio (`coderunner mcp` as a
-// subprocess, as an MCP host starts it), in the same run, interleaved, and
+// same server, through MCP over stdio (`coderunner mcp` as a subprocess,
+// as an MCP host starts it) and through MCP over streamable HTTP to
+// `coderunner serve` as a subprocess (as deployed: its own sandboxes, no
+// other mode's runs in its process), in the same run, interleaved, and
 // prints p50/p95 per call and the difference of each to the Go API. It
 // also times the protocol alone, with an executor that answers at once,
 // over both HTTP handlers and over an in-process pipe, with the CPU time
@@ -28,11 +30,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,7 +50,23 @@ import (
 
 const code = "print('hello')"
 
+// The Go API modes, the baselines of the others.
+const (
+	apiInProcess  = "Go API (ExecuteCode)"
+	apiSubprocess = "Go API (subprocess)"
+)
+
 func main() {
+	if v, ok := os.LookupEnv(apiChildEnv); ok {
+		warm, err := strconv.Atoi(v)
+		if err == nil {
+			err = apiChild(warm)
+		}
+		if err != nil {
+			fatal(err)
+		}
+		return
+	}
 	n := flag.Int("n", 200, "calls per mode (10 to 100000)")
 	bin := flag.String("bin", "bin/coderunner", "the coderunner binary for the stdio mode")
 	warm := flag.Int("warm", 1, "sandboxes started ahead of need, in this process and in the subprocess")
@@ -109,6 +129,16 @@ func run(n int, bin string, warm int) error {
 		return err
 	}
 	defer stdioSession.Close()
+	serveSession, stopServe, err := startServe(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer stopServe()
+	apiProc, err := startAPIChild(warm)
+	if err != nil {
+		return err
+	}
+	defer apiProc.stop()
 
 	realPipe, err := pipeSession(ctx, srv)
 	if err != nil {
@@ -149,16 +179,18 @@ func run(n int, bin string, warm int) error {
 
 	args := map[string]any{"language": "python", "code": code}
 	modes := []*mode{
-		{name: "Go API (ExecuteCode)", call: func(ctx context.Context) error {
+		{name: apiInProcess, call: func(ctx context.Context) error {
 			res, err := cr.ExecuteCode(ctx, "python", code)
 			if err != nil {
 				return err
 			}
 			return check(res)
 		}},
+		{name: apiSubprocess, call: apiProc.call},
 		{name: "MCP HTTP (mcpserver)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
 		{name: "MCP HTTP (SDK handler)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, sdkSession, args) }},
 		{name: "MCP stdio (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, stdioSession, args) }},
+		{name: "MCP HTTP (serve subprocess)", call: func(ctx context.Context) error { return callTool(ctx, serveSession, args) }},
 		{name: "MCP pipe (in process)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, realPipe, args) }},
 		{name: "no-op HTTP (mcpserver)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
 		{name: "no-op HTTP (SDK handler)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopSDK, args) }},
@@ -288,6 +320,57 @@ func startStdio(ctx context.Context, bin string) (*mcp.ClientSession, error) {
 	return client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 }
 
+// startServe starts `bin serve` on a free loopback port, with only HOME
+// and PATH, as a deployment runs it (its own sandboxes started ahead of
+// need, the running slots and queue /mcp shares with /v1/run), waits for
+// /health, and connects to its /mcp. stop ends the server.
+func startServe(ctx context.Context, bin string) (_ *mcp.ClientSession, _ func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--log-level", "error")
+	cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	end := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	defer func() {
+		if err != nil {
+			end()
+		}
+	}()
+	base := "http://" + addr
+	ready := false
+	for range 200 {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = true
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ready {
+		return nil, nil, fmt.Errorf("coderunner serve on %s did not answer /health within 10 s", addr)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cs, func() { _ = cs.Close(); end() }, nil
+}
+
 // pipeSession connects to srv over an in-process pipe carrying the same
 // newline-delimited JSON as stdio, served as coderunner mcp serves stdio.
 func pipeSession(ctx context.Context, srv *mcpserver.Server) (*mcp.ClientSession, error) {
@@ -329,16 +412,29 @@ func ms(d time.Duration) string { return fmt.Sprintf("%8.3f ms", float64(d)/floa
 
 func report(w io.Writer, n, warm int, modes []*mode) {
 	fmt.Fprintf(w, "execute_code of %q, %d calls per mode, interleaved in random order, warm=%d\n\n", code, n, warm)
+	// A server in this process is compared with the Go API in this
+	// process; one in a process of its own (as deployed) with the Go API
+	// in a process of its own.
 	fmt.Fprintf(w, "%-28s %11s %11s %11s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API")
-	var api50, api95 time.Duration
-	for i, m := range modes {
-		p50, p95, mean := stats(m.times)
-		if i == 0 {
+	var api50, api95, sub50, sub95 time.Duration
+	for _, m := range modes {
+		p50, p95, _ := stats(m.times)
+		switch m.name {
+		case apiInProcess:
 			api50, api95 = p50, p95
+		case apiSubprocess:
+			sub50, sub95 = p50, p95
 		}
+	}
+	for _, m := range modes {
+		p50, p95, mean := stats(m.times)
 		d50, d95 := "", ""
-		if m.timed != nil || strings.Contains(m.name, "stdio") {
+		switch {
+		case m.name == apiInProcess || m.name == apiSubprocess:
+		case m.timed != nil:
 			d50, d95 = ms(p50-api50), ms(p95-api95)
+		case strings.Contains(m.name, "subprocess"):
+			d50, d95 = ms(p50-sub50), ms(p95-sub95)
 		}
 		fmt.Fprintf(w, "%-28s %s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95)
 	}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/coderunner/coderunner"
+)
+
+// apiChildEnv makes mcpbench serve the Go API to its parent instead: the
+// baseline for the modes whose server is a process of its own, in the
+// same conditions (its own sandboxes, nothing else running in it).
+const apiChildEnv = "MCPBENCH_API_CHILD"
+
+// apiChild reads one line per call on stdin, runs the Python print
+// through the Go API, and answers "ok" or the error on one line. It ends
+// at EOF.
+func apiChild(warm int) error {
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{Warm: warm})
+	if err != nil {
+		return err
+	}
+	defer cr.Close()
+	in := bufio.NewScanner(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	for in.Scan() {
+		res, err := cr.ExecuteCode(ctx, "python", code)
+		if err == nil {
+			err = check(res)
+		}
+		answer := "ok"
+		if err != nil {
+			answer = strings.ReplaceAll(err.Error(), "\n", " ")
+		}
+		if _, err := fmt.Fprintln(out, answer); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return in.Err()
+}
+
+// apiProcess is the parent's end of an apiChild.
+type apiProcess struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// startAPIChild starts this program again as an apiChild with warm
+// sandboxes started ahead of need.
+func startAPIChild(warm int) (*apiProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH"), apiChildEnv + "=" + strconv.Itoa(warm)}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &apiProcess{cmd: cmd, in: in, out: bufio.NewReader(out)}, nil
+}
+
+func (p *apiProcess) call(context.Context) error {
+	if _, err := io.WriteString(p.in, "\n"); err != nil {
+		return err
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("the Go API process: %w", err)
+	}
+	if line = strings.TrimSpace(line); line != "ok" {
+		return errors.New(line)
+	}
+	return nil
+}
+
+// stop closes the child's stdin, which ends it, and waits for it.
+func (p *apiProcess) stop() {
+	_ = p.in.Close()
+	_ = p.cmd.Wait()
+}
