@@ -100,29 +100,25 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 			}
 		}
 	}()
-	// stdin, stdout, stderr, config, status: the child reads the first,
-	// writes the second, third and fifth, and reads the fourth, a socket
-	// since a kept sandbox is sent each later run's streams over it.
-	for i := range 5 {
-		if i == 3 {
-			pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				return nil, fmt.Errorf("%w: unable to create socket pair: %w", sandbox.ErrSetup, err)
-			}
-			child = append(child, os.NewFile(uintptr(pair[1]), "config"))
-			parent = append(parent, os.NewFile(uintptr(pair[0]), "config"))
-			continue
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
-		}
-		if i == 0 {
-			child, parent = append(child, r), append(parent, w)
-		} else {
-			child, parent = append(child, w), append(parent, r)
-		}
+	// stdin, stdout, stderr, then config, a socket since a kept sandbox
+	// is sent each later run's streams over it, and status, which the
+	// child writes.
+	parentStreams, childStreams, err := streamPipes()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
+	parent, child = parentStreams[:], childStreams[:]
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to create socket pair: %w", sandbox.ErrSetup, err)
+	}
+	child = append(child, os.NewFile(uintptr(pair[1]), "config"))
+	parent = append(parent, os.NewFile(uintptr(pair[0]), "config"))
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
+	}
+	child, parent = append(child, w), append(parent, r)
 	proc, err := os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{},
@@ -212,24 +208,34 @@ func (s *started) closeStreams() {
 	}
 }
 
-// newStreams makes the pipes of the next run of a kept sandbox: the
-// parent's ends replace the previous run's, the program's are sent with
-// the run (sendRun).
-func (s *started) newStreams() error {
-	var parent, child [3]*os.File
+// streamPipes makes the pipes of a program's stdin, stdout and stderr:
+// the parent writes the first and reads the others, the program the
+// other way round. On failure nothing is left open.
+func streamPipes() (parent, child [3]*os.File, err error) {
 	for i := range 3 {
 		r, w, err := os.Pipe()
 		if err != nil {
 			for _, f := range slices.Concat(parent[:i], child[:i]) {
 				_ = f.Close()
 			}
-			return fmt.Errorf("unable to create pipe: %w", err)
+			return parent, child, fmt.Errorf("unable to create pipe: %w", err)
 		}
 		if i == 0 {
 			child[i], parent[i] = r, w
 		} else {
 			child[i], parent[i] = w, r
 		}
+	}
+	return parent, child, nil
+}
+
+// newStreams makes the pipes of the next run of a kept sandbox: the
+// parent's ends replace the previous run's, the program's are sent with
+// the run (sendRun).
+func (s *started) newStreams() error {
+	parent, child, err := streamPipes()
+	if err != nil {
+		return err
 	}
 	s.stdin, s.stdout, s.stderr = parent[0], parent[1], parent[2]
 	s.programStreams = child
@@ -534,8 +540,8 @@ func (s *started) reaches(sources []string) bool {
 }
 
 // Close stops the inits started ahead of need, releases the sandboxes
-// series keep, and waits for the teardown of finished runs. Runs under way are not affected. It is safe to call
-// more than once.
+// series keep, and waits for the teardown of finished runs. Runs under
+// way are not affected. It is safe to call more than once.
 func (b *Backend) Close() error {
 	defer b.teardown.Wait()
 	b.closeSeries()
