@@ -1090,14 +1090,8 @@ static pid_t start_overlapped(struct config *c, struct exec_plan *plan)
 	seal(c);
 	if (write(gofd[1], "g", 1) != 1) {
 		// The program's process ended before it was released: its
-		// reason is on the error pipe.
-		char why[512];
-		ssize_t n = read(pipefd[0], why, sizeof why - 1);
-		if (n > 0) {
-			why[n] = '\0';
-			report("E start program: %s\n", why);
-			_exit(125);
-		}
+		// reason, if it gave one, is on the error pipe.
+		await_exec(pipefd[0]);
 		fail("release the program");
 	}
 	close(gofd[1]);

@@ -5,8 +5,9 @@
  * run's own). A second phase with OP_KEEP asks the init to wait, once the
  * program has ended, for another run in the same sandbox: its frame comes
  * with the run's stdin, stdout and stderr as SCM_RIGHTS on its first byte,
- * and holds only the operations a sealed sandbox still allows (OP_FILE,
- * OP_MKDIR and OP_REMOUNT below the scratch mounts, and the program's own).
+ * and holds only OP_FILE, OP_MKDIR, OP_REMOUNT and the program's own
+ * operations (the init refuses any other; in the sealed root only the
+ * scratch mounts can take a file or a directory).
  * Each operation is: u32 op, u32 argc, then argc times (u32 len, len bytes,
  * one NUL). Integers are in host byte order: both ends are the same binary
  * on the same machine.
