@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"strings"
@@ -153,4 +154,17 @@ func Prepared(spec *Spec) (*Spec, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// PreparedToRun is Prepared for a run about to start under ctx: a spec it
+// refuses comes first, then a ctx that has already ended.
+func PreparedToRun(ctx context.Context, spec *Spec) (*Spec, error) {
+	s, err := Prepared(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -93,5 +94,34 @@ func TestSystemMounts(t *testing.T) {
 		if _, err := os.Lstat(m.Source); err != nil {
 			t.Errorf("mount of a path the host lacks: %v", err)
 		}
+	}
+}
+
+func TestPreparedToRun(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	valid := &Spec{Args: []string{"/bin/true"}}
+	invalid := &Spec{}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		spec *Spec
+		want error
+	}{
+		{"ready", context.Background(), valid, nil},
+		{"ended context", ended, valid, context.Canceled},
+		{"invalid spec", context.Background(), invalid, ErrInvalidSpec},
+		{"invalid spec and ended context: the spec is refused first", ended, invalid, ErrInvalidSpec},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := PreparedToRun(tt.ctx, tt.spec)
+			if !errors.Is(err, tt.want) || (err == nil) != (s != nil) {
+				t.Fatalf("PreparedToRun = %v, %v; want error %v", s, err, tt.want)
+			}
+			if s != nil && s.Limits != DefaultLimits {
+				t.Fatalf("limits %+v, want the defaults filled in", s.Limits)
+			}
+		})
 	}
 }

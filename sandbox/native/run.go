@@ -40,11 +40,8 @@ const (
 
 // Run executes spec in fresh namespaces. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	s, err := sandbox.Prepared(spec)
+	s, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	r := &run{b: b, spec: s, id: b.runID.Add(1)}

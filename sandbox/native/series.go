@@ -68,11 +68,8 @@ type keptSandbox struct {
 }
 
 func (s *series) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	p, err := sandbox.Prepared(spec)
+	p, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	owner := s
