@@ -115,7 +115,7 @@ func New(ctx context.Context, opts Options) (c *CodeRunner, retErr error) {
 	c.exec = execute.New(c.backend, langs, execute.Options{
 		Logger:        log,
 		TempDir:       cfg.Backend.WorkDir,
-		CompileLimits: compileLimits(cfg),
+		CompileLimits: cfg.Limits.Compile.Sandbox(),
 		SandboxLimits: sandbox.Limits{
 			OpenFiles:     cfg.Backend.OpenFiles,
 			WorkspaceSize: int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
@@ -142,7 +142,7 @@ func New(ctx context.Context, opts Options) (c *CodeRunner, retErr error) {
 	}
 	c.engine, c.engineErr = runner.New(c.backend, langs, runner.Options{
 		CacheDir:       opts.CacheDir,
-		CompileLimits:  compileLimits(cfg),
+		CompileLimits:  cfg.Limits.Compile.Sandbox(),
 		Logger:         log,
 		SandboxPerTest: cfg.Backend.SandboxPerTest,
 	})
@@ -155,18 +155,6 @@ func New(ctx context.Context, opts Options) (c *CodeRunner, retErr error) {
 	}
 	c.judge = judge.New(engine, c.JudgeOptions())
 	return c, nil
-}
-
-// compileLimits are the configuration's limits of a compile step.
-func compileLimits(cfg *config.Config) sandbox.Limits {
-	cl := cfg.Limits.Compile
-	return sandbox.Limits{
-		WallTime:  cl.Timeout.Std(),
-		CPUTime:   cl.Timeout.Std(),
-		Memory:    int64(cl.MemoryMB) * sandbox.MiB,
-		CPUs:      cl.CPUCores,
-		Processes: cl.MaxProcesses,
-	}
 }
 
 // Close ends every session and removes its files, and closes the backend

@@ -145,7 +145,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	if cl, ok := b.(io.Closer); ok {
 		defer cl.Close()
 	}
-	eng, err := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg), SandboxPerTest: cfg.Backend.SandboxPerTest})
+	eng, err := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxPerTest: cfg.Backend.SandboxPerTest})
 	if err != nil {
 		return a.judgeSandboxError(c, req, err)
 	}

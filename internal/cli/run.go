@@ -97,7 +97,7 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	ex := execute.New(b, langs, execute.Options{
 		Logger:        log,
 		TempDir:       cfg.Backend.WorkDir,
-		CompileLimits: compileLimits(cfg),
+		CompileLimits: cfg.Limits.Compile.Sandbox(),
 		SandboxLimits: sandbox.Limits{
 			OpenFiles:     cfg.Backend.OpenFiles,
 			WorkspaceSize: int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
@@ -286,18 +286,6 @@ func runLimits(fs *flag.FlagSet, f *runFlags, cfg *config.Config) (execute.Execu
 		return l, fmt.Errorf("configuration %s: %s", names[1], le.Reason)
 	}
 	return l, err
-}
-
-// compileLimits are the configuration's limits of a compile step.
-func compileLimits(cfg *config.Config) sandbox.Limits {
-	c := cfg.Limits.Compile
-	return sandbox.Limits{
-		WallTime:  c.Timeout.Std(),
-		CPUTime:   c.Timeout.Std(),
-		Memory:    int64(c.MemoryMB) * sandbox.MiB,
-		CPUs:      c.CPUCores,
-		Processes: c.MaxProcesses,
-	}
 }
 
 // report prints the result as the flags ask and returns the exit status.

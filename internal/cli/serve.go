@@ -124,7 +124,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	}
 	// A nil store refuses requests that name a session (ErrDisabled).
 	run := store.Wrap(execute.New(b, langs, execute.Options{
-		Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: compileLimits(cfg), SandboxLimits: sandboxLimits,
+		Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxLimits: sandboxLimits,
 	}))
 	srvOpts := httpapi.Options{
 		Executor:          exec,
@@ -142,7 +142,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		srvOpts.Sessions = store
 	}
 	judgeOpts := judge.Options{Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB}
-	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: compileLimits(cfg), SandboxPerTest: cfg.Backend.SandboxPerTest})
+	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxPerTest: cfg.Backend.SandboxPerTest})
 	if engErr != nil {
 		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", engErr)
 	} else {

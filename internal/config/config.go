@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 // Config is the whole configuration of coderunner.
@@ -137,6 +138,17 @@ type CompileLimits struct {
 	// MaxProcesses is higher than a run's: go build and javac start many
 	// threads.
 	MaxProcesses int `yaml:"max_processes"`
+}
+
+// Sandbox returns the limits of a compile step as the sandbox takes them.
+func (c CompileLimits) Sandbox() sandbox.Limits {
+	return sandbox.Limits{
+		WallTime:  c.Timeout.Std(),
+		CPUTime:   c.Timeout.Std(),
+		Memory:    int64(c.MemoryMB) * sandbox.MiB,
+		CPUs:      c.CPUCores,
+		Processes: c.MaxProcesses,
+	}
 }
 
 // ExecutorLimits are the Runtime Executor's defaults.

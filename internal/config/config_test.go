@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 // envOf returns an env function that sees only m.
@@ -391,4 +393,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse returned a config that does not validate: %v", err)
 		}
 	})
+}
+
+func TestCompileLimitsSandbox(t *testing.T) {
+	c := CompileLimits{Timeout: Duration(45 * time.Second), MemoryMB: 768, CPUCores: 2, MaxProcesses: 128}
+	want := sandbox.Limits{WallTime: 45 * time.Second, CPUTime: 45 * time.Second, Memory: 768 * sandbox.MiB, CPUs: 2, Processes: 128}
+	if got := c.Sandbox(); got != want {
+		t.Fatalf("Sandbox() = %+v, want %+v", got, want)
+	}
 }
