@@ -153,3 +153,22 @@ func validateLimits(l Limits) error {
 	}
 	return nil
 }
+
+// DetectWritable is Detect, then a group named probe created and removed:
+// a hierarchy can be there and still not be ours to write (an
+// unprivileged user, no delegation), which a backend finds out once, at
+// start, rather than in every run.
+func DetectWritable(opts Options, probe string) (*Manager, error) {
+	m, err := Detect(opts)
+	if err != nil {
+		return nil, err
+	}
+	g, err := m.Create(probe, Limits{})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Destroy(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

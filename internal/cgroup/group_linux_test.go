@@ -607,3 +607,19 @@ func TestResetPeak(t *testing.T) {
 		}
 	})
 }
+
+func TestDetectWritable(t *testing.T) {
+	for _, tree := range []func(testing.TB, ...string) (*fakeTree, Options){v1Tree, v2Tree} {
+		f, opts := tree(t)
+		m, err := DetectWritable(opts, "probe-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.exists(v2Base+"/probe-1") || f.exists(v1Base("memory")+"/probe-1") {
+			t.Fatalf("%v: the probe group is left", m.Version())
+		}
+	}
+	if _, err := DetectWritable(Options{Root: t.TempDir()}, "probe-1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("DetectWritable without a hierarchy = %v, want ErrUnavailable", err)
+	}
+}

@@ -128,15 +128,7 @@ func New(opts Options) (*Backend, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		b.log.Warn("unable to become a child subreaper; bwrap's sandbox children are left to init", "error", err)
 	}
-	b.cgroups, b.cgroupErr = cgroup.Detect(opts.Cgroup)
-	if b.cgroupErr == nil {
-		g, err := b.cgroups.Create(fmt.Sprintf("bwrap-probe-%d", os.Getpid()), cgroup.Limits{})
-		if err != nil {
-			b.cgroups, b.cgroupErr = nil, err
-		} else if err := g.Destroy(); err != nil {
-			b.cgroups, b.cgroupErr = nil, err
-		}
-	}
+	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("bwrap-probe-%d", os.Getpid()))
 	if b.cgroupErr != nil {
 		b.warnings = append(b.warnings, fmt.Sprintf(
 			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)", b.cgroupErr))

@@ -150,17 +150,7 @@ func New(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("%w: unable to open up %s: %w", sandbox.ErrUnavailable, b.rootDir, err)
 	}
 
-	b.cgroups, b.cgroupErr = cgroup.Detect(opts.Cgroup)
-	if b.cgroupErr == nil {
-		// A hierarchy can be there and still not be ours to write (an
-		// unprivileged user, no delegation): find out now, not per run.
-		g, err := b.cgroups.Create(fmt.Sprintf("probe-%d", os.Getpid()), cgroup.Limits{})
-		if err != nil {
-			b.cgroups, b.cgroupErr = nil, err
-		} else if err := g.Destroy(); err != nil {
-			b.cgroups, b.cgroupErr = nil, err
-		}
-	}
+	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("probe-%d", os.Getpid()))
 	if b.cgroupErr != nil {
 		b.warnings = append(b.warnings, fmt.Sprintf(
 			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)",
