@@ -3,7 +3,6 @@ package docker_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,8 +11,8 @@ import (
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
-	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox/docker"
+	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
 )
 
 // imagesConfig is the configuration that points the docker backend at the
@@ -107,21 +106,7 @@ func TestLanguages(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	// The sandbox's users mount compiled programs from the cache, which
-	// t.TempDir's private parent would hide.
-	cache, err := os.MkdirTemp("", "docker-languages-cache-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(cache) })
-	if err := os.Chmod(cache, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.New(b, tbl, runner.Options{CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := judge.New(r, judge.Options{Parallel: 2})
+	j := judgetest.NewJudge(t, b, tbl)
 
 	for _, p := range sumPrograms {
 		t.Run(p.lang, func(t *testing.T) {

@@ -36,6 +36,33 @@ const cSum = `#include <stdio.h>
 int main(void) { long a, b; if (scanf("%ld %ld", &a, &b) != 2) return 1; printf("%ld\n", a + b); return 0; }
 `
 
+// CacheDir is a new compile cache directory, removed when the test ends,
+// that the sandbox's users can reach: they mount compiled programs from
+// it, and t.TempDir's private parent would hide them.
+func CacheDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "judgetest-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// NewJudge is a judge of two tests at a time through a runner on backend
+// with the languages langs and a compile cache of its own.
+func NewJudge(t testing.TB, backend sandbox.Backend, langs *lang.Table) *judge.Judge {
+	t.Helper()
+	r, err := runner.New(backend, langs, runner.Options{CacheDir: CacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return judge.New(r, judge.Options{Parallel: 2})
+}
+
 // Run judges a Python and a C program on backend. langs maps languages to
 // what the backend needs (images); nil means the default table.
 func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
@@ -43,20 +70,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 	if langs == nil {
 		langs = lang.Default()
 	}
-	cache, err := os.MkdirTemp("", "judgetest-cache-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(cache) })
-	// The sandbox's users mount compiled programs from it.
-	if err := os.Chmod(cache, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.New(backend, langs, runner.Options{CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := judge.New(r, judge.Options{Parallel: 2})
+	j := NewJudge(t, backend, langs)
 
 	t.Run("PythonVerdicts", func(t *testing.T) {
 		tests := []judge.TestCase{
