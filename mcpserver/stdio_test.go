@@ -1,11 +1,19 @@
 package mcpserver
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"io"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/coderunner/coderunner/lang"
 )
 
 var lineSeeds = []string{
@@ -55,5 +63,90 @@ func TestDecodeLineRefuses(t *testing.T) {
 	msgs, err := decodeLine([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"}]`))
 	if err != nil || len(msgs) != 2 {
 		t.Errorf("batch: %d messages, %v", len(msgs), err)
+	}
+}
+
+// blockingReader blocks every Read until released, as a terminal's
+// stdin does: closing it does not wake a Read.
+type blockingReader struct{ release chan struct{} }
+
+func (r blockingReader) Read([]byte) (int, error) {
+	<-r.release
+	return 0, io.EOF
+}
+
+func (blockingReader) Close() error { return nil }
+
+// TestLineTransportReaders serves a session over each kind of reader,
+// answers a ping through it, and checks that closing the session ends it
+// even while a Read waits for input that does not come: a pollable pipe
+// and an io.Pipe are read in the SDK's goroutine, and the blocking reader
+// by a goroutine of its own.
+func TestLineTransportReaders(t *testing.T) {
+	s, err := New(Options{Runner: newFakeRunner(), Languages: lang.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	osPipe := func() (io.ReadCloser, io.WriteCloser) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, w
+	}
+	ioPipe := func() (io.ReadCloser, io.WriteCloser) { return io.Pipe() }
+	for _, tc := range []struct {
+		name          string
+		pipe          func() (io.ReadCloser, io.WriteCloser)
+		interruptible bool
+	}{
+		{"os.Pipe", osPipe, true},
+		{"io.Pipe", ioPipe, true},
+		{"blocking", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in io.ReadCloser
+			var send io.WriteCloser
+			release := make(chan struct{})
+			defer close(release)
+			if tc.pipe != nil {
+				in, send = tc.pipe()
+				defer send.Close()
+			} else {
+				in = blockingReader{release}
+			}
+			if got := interruptible(in); got != tc.interruptible {
+				t.Fatalf("interruptible = %v", got)
+			}
+			outR, outW := io.Pipe()
+			ss, err := s.MCP().Connect(context.Background(), &LineTransport{Reader: in, Writer: outW}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if send != nil {
+				answers := bufio.NewReader(outR)
+				for _, line := range []string{
+					`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+					`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+				} {
+					if _, err := io.WriteString(send, line+"\n"); err != nil {
+						t.Fatal(err)
+					}
+					answer, err := answers.ReadString('\n')
+					if err != nil || !strings.Contains(answer, `"result"`) {
+						t.Fatalf("answer %q, %v", answer, err)
+					}
+				}
+			}
+			// Nothing more comes: Close must end the Read that waits.
+			closed := make(chan error, 1)
+			go func() { closed <- ss.Close() }()
+			select {
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("closing the session did not end it while a Read waited")
+			}
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+		})
 	}
 }

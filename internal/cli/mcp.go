@@ -71,7 +71,9 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("mcp", "%v", err)
 	}
-	t := &mcpserver.LineTransport{Reader: io.NopCloser(a.Stdin), Writer: nopWriteCloser{a.Stdout}}
+	in, restore := pollableInput(a.Stdin)
+	defer restore()
+	t := &mcpserver.LineTransport{Reader: in, Writer: nopWriteCloser{a.Stdout}}
 	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintf(a.Stderr, "coderunner mcp: %v\n", err)
 		return ExitFailure

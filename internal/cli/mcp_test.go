@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/execute"
 )
@@ -79,5 +82,95 @@ func TestMCPCommandUsage(t *testing.T) {
 	ta = newApp(t, "")
 	if code := ta.Run(context.Background(), []string{"mcp", "-h"}); code != ExitOK || !strings.Contains(ta.stdout.String(), "Model Context Protocol") {
 		t.Errorf("help: exit %d, %q", code, ta.stdout)
+	}
+}
+
+// TestMCPCommandStdin serves coderunner mcp on the kinds of standard
+// input it meets: a blocking pipe (as MCP hosts give), which it reads in
+// non-blocking mode and must give back blocking, as the open file is
+// shared with whoever started it; a pipe that is non-blocking already;
+// and a regular file, which it reads as it is. The end of input is the
+// client leaving, whose calls are then cancelled: from the file, which
+// ends at once, answers are not awaited.
+func TestMCPCommandStdin(t *testing.T) {
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	blockingPipe := func(t *testing.T) (*os.File, *os.File) {
+		var fds [2]int
+		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(fds[0]), "in"), os.NewFile(uintptr(fds[1]), "in-writer")
+	}
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) (stdin, writer *os.File)
+	}{
+		{"blocking pipe", blockingPipe},
+		{"non-blocking pipe", func(t *testing.T) (*os.File, *os.File) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, w
+		}},
+		{"regular file", func(t *testing.T) (*os.File, *os.File) {
+			path := filepath.Join(t.TempDir(), "in")
+			if err := os.WriteFile(path, []byte(initialize+"\n"+ping+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdin, writer := tc.open(t)
+			defer stdin.Close()
+			flagsBefore, err := unix.FcntlInt(stdin.Fd(), unix.F_GETFL, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outR, outW := io.Pipe()
+			ta := newApp(t, "")
+			ta.Stdin, ta.Stdout = stdin, outW
+			exit := make(chan int, 1)
+			go func() {
+				code := ta.Run(context.Background(), []string{"mcp", "--config", filepath.Join("testdata", "fake.yaml")})
+				_ = outW.Close()
+				exit <- code
+			}()
+			answers := bufio.NewReader(outR)
+			for _, line := range []string{initialize, ping} {
+				if writer == nil {
+					break
+				}
+				if _, err := io.WriteString(writer, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+				answer, err := answers.ReadString('\n')
+				if err != nil || !strings.Contains(answer, `"result"`) {
+					t.Fatalf("answer %q, %v (stderr %s)", answer, err, ta.stderr)
+				}
+			}
+			if writer != nil {
+				_ = writer.Close()
+			}
+			go func() { _, _ = io.Copy(io.Discard, answers) }()
+			// Standard input stays open: the command reads through a
+			// descriptor of its own.
+			if code := <-exit; code != ExitOK {
+				t.Errorf("exit %d, stderr %s", code, ta.stderr)
+			}
+			flagsAfter, err := unix.FcntlInt(stdin.Fd(), unix.F_GETFL, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if flagsAfter != flagsBefore {
+				t.Errorf("standard input's flags %#o after the command, %#o before", flagsAfter, flagsBefore)
+			}
+		})
 	}
 }
