@@ -1,7 +1,10 @@
 package mcpserver
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"syscall"
 	"testing"
 	"time"
@@ -66,4 +69,48 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkServerLines times the server's side of a call alone: lines
+// written to LineTransport as a client would, the answer line read back,
+// no MCP client library in the way.
+func BenchmarkServerLines(b *testing.B) {
+	s, err := New(Options{Runner: newFakeRunner(), Languages: lang.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	serverRead, clientWrite := io.Pipe()
+	clientRead, serverWrite := io.Pipe()
+	ss, err := s.MCP().Connect(context.Background(), &LineTransport{Reader: serverRead, Writer: serverWrite}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ss.Close() })
+	out := bufio.NewReader(clientRead)
+	exchange := func(line string, answered bool) []byte {
+		if _, err := io.WriteString(clientWrite, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		if !answered {
+			return nil
+		}
+		got, err := out.ReadBytes('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return got
+	}
+	exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`, true)
+	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print hello"}}}`
+	b.ReportAllocs()
+	before := cpuTime()
+	n := 0
+	for b.Loop() {
+		if got := exchange(call, true); !bytes.Contains(got, []byte(`hello\n`)) {
+			b.Fatalf("answer %s", got)
+		}
+		n++
+	}
+	b.ReportMetric(float64(cpuTime()-before)/float64(n), "cpu-ns/op")
 }

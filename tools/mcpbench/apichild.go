@@ -65,7 +65,7 @@ func startAPIChild(warm int) (*apiProcess, error) {
 		return nil, err
 	}
 	cmd := exec.Command(self)
-	cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH"), apiChildEnv + "=" + strconv.Itoa(warm)}
+	cmd.Env = append(childEnv(), apiChildEnv+"="+strconv.Itoa(warm))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

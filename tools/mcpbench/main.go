@@ -16,7 +16,10 @@
 // client made of net/http alone, without the SDK's client, and a net/http
 // round trip with a canned answer, the floor of any HTTP transport here.
 //
-// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400]
+// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400] [-modes REGEXP]
+//
+// -modes keeps the modes whose name matches REGEXP, and the two Go API
+// modes, the baselines; GODEBUG, when set, is passed to the subprocesses.
 //
 // It needs what the native backend needs (root, or user namespaces) and
 // python3. Every loop is bounded by -n.
@@ -24,7 +27,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +36,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -71,12 +74,17 @@ func main() {
 	bin := flag.String("bin", "bin/coderunner", "the coderunner binary for the stdio mode")
 	warm := flag.Int("warm", 1, "sandboxes started ahead of need, in this process and in the subprocess")
 	gogc := flag.Int("gogc", 400, "GOGC of this process, as coderunner mcp sets it for itself")
+	only := flag.String("modes", "", "a regular expression: run only the modes whose name matches it, and the Go API baselines")
 	flag.Parse()
+	keep, err := regexp.Compile(*only)
+	if err != nil {
+		fatal(fmt.Errorf("-modes: %w", err))
+	}
 	debug.SetGCPercent(*gogc)
 	if *n < 10 || *n > 100000 {
 		fatal(errors.New("-n must be between 10 and 100000"))
 	}
-	if err := run(*n, *bin, *warm); err != nil {
+	if err := run(*n, *bin, *warm, keep); err != nil {
 		fatal(err)
 	}
 }
@@ -101,7 +109,7 @@ type mode struct {
 	cpu  time.Duration // per call, from a run of its own
 }
 
-func run(n int, bin string, warm int) error {
+func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 	ctx := context.Background()
 	cr, err := coderunner.New(ctx, coderunner.Options{Warm: warm})
 	if err != nil {
@@ -129,11 +137,25 @@ func run(n int, bin string, warm int) error {
 		return err
 	}
 	defer stdioSession.Close()
-	serveSession, stopServe, err := startServe(ctx, bin)
+	linesSession, stopLines, err := startStdioLines(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer stopLines()
+	serveSession, serveURL, stopServe, err := startServe(ctx, bin)
 	if err != nil {
 		return err
 	}
 	defer stopServe()
+	rawServe, err := openRaw(ctx, serveURL)
+	if err != nil {
+		return err
+	}
+	stdioRaw, err := startRawStdio(bin)
+	if err != nil {
+		return err
+	}
+	defer stdioRaw.stop()
 	apiProc, err := startAPIChild(warm)
 	if err != nil {
 		return err
@@ -190,7 +212,10 @@ func run(n int, bin string, warm int) error {
 		{name: "MCP HTTP (mcpserver)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
 		{name: "MCP HTTP (SDK handler)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, sdkSession, args) }},
 		{name: "MCP stdio (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, stdioSession, args) }},
+		{name: "MCP stdio, SDK client on LineTransport (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, linesSession, args) }},
 		{name: "MCP HTTP (serve subprocess)", call: func(ctx context.Context) error { return callTool(ctx, serveSession, args) }},
+		{name: "MCP stdio, plain client (subprocess)", call: stdioRaw.call},
+		{name: "MCP HTTP, plain client (serve subprocess)", call: rawServe.call},
 		{name: "MCP pipe (in process)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, realPipe, args) }},
 		{name: "no-op HTTP (mcpserver)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
 		{name: "no-op HTTP (SDK handler)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopSDK, args) }},
@@ -198,6 +223,9 @@ func run(n int, bin string, warm int) error {
 		{name: "no-op HTTP, net/http client", noop: true, call: noopRaw.call},
 		{name: "net/http round trip alone", noop: true, call: floor.call},
 	}
+	modes = slices.DeleteFunc(modes, func(m *mode) bool {
+		return m.name != apiInProcess && m.name != apiSubprocess && !keep.MatchString(m.name)
+	})
 	// Warm up every path (toolchain discovery, connections, warm pools).
 	for range 10 {
 		for _, m := range modes {
@@ -270,15 +298,17 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, args map[string]any) e
 	if res.IsError {
 		return fmt.Errorf("tool error: %v", res.Content)
 	}
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return err
+	// The fields the Go API's check reads, from the decoded content as
+	// it is: re-encoding it to fill an execute.Result would time the
+	// benchmark's own work.
+	r, ok := res.StructuredContent.(map[string]any)
+	if !ok {
+		return fmt.Errorf("structured content %T", res.StructuredContent)
 	}
-	var r execute.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return err
+	if r["status"] != string(execute.StatusSuccess) || r["stdout"] != "hello\n" {
+		return fmt.Errorf("unexpected result: %v %q", r["status"], r["stdout"])
 	}
-	return check(&r)
+	return nil
 }
 
 // serveHTTP serves h on a loopback port and connects a client to it.
@@ -314,30 +344,61 @@ func cpuTime() time.Duration {
 // startStdio starts `bin mcp` with only HOME and PATH, as MCP hosts do.
 func startStdio(ctx context.Context, bin string) (*mcp.ClientSession, error) {
 	cmd := exec.Command(bin, "mcp")
-	cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}
+	cmd.Env = childEnv()
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
 	return client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+}
+
+// startStdioLines starts `bin mcp` as startStdio does, and connects the
+// SDK's client to it through mcpserver.LineTransport on the command's
+// pipes instead of the SDK's CommandTransport. stop ends the server.
+func startStdioLines(ctx context.Context, bin string) (_ *mcp.ClientSession, stop func(), err error) {
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = childEnv()
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	end := func() {
+		_ = in.Close()
+		_ = cmd.Wait()
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcpserver.LineTransport{Reader: out, Writer: in}, nil)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return cs, func() { _ = cs.Close(); end() }, nil
 }
 
 // startServe starts `bin serve` on a free loopback port, with only HOME
 // and PATH, as a deployment runs it (its own sandboxes started ahead of
 // need, the running slots and queue /mcp shares with /v1/run), waits for
 // /health, and connects to its /mcp. stop ends the server.
-func startServe(ctx context.Context, bin string) (_ *mcp.ClientSession, _ func(), err error) {
+func startServe(ctx context.Context, bin string) (_ *mcp.ClientSession, url string, _ func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	addr := l.Addr().String()
 	if err := l.Close(); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--addr", addr, "--log-level", "error")
-	cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}
+	cmd.Env = childEnv()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	end := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -361,14 +422,24 @@ func startServe(ctx context.Context, bin string) (_ *mcp.ClientSession, _ func()
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !ready {
-		return nil, nil, fmt.Errorf("coderunner serve on %s did not answer /health within 10 s", addr)
+		return nil, "", nil, fmt.Errorf("coderunner serve on %s did not answer /health within 10 s", addr)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	return cs, func() { _ = cs.Close(); end() }, nil
+	return cs, base + "/mcp", func() { _ = cs.Close(); end() }, nil
+}
+
+// childEnv is the environment of a subprocess: HOME and PATH, as MCP
+// hosts give, and GODEBUG when this process has it, for tracing.
+func childEnv() []string {
+	env := []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}
+	if v, ok := os.LookupEnv("GODEBUG"); ok {
+		env = append(env, "GODEBUG="+v)
+	}
+	return env
 }
 
 // pipeSession connects to srv over an in-process pipe carrying the same
@@ -415,7 +486,7 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 	// A server in this process is compared with the Go API in this
 	// process; one in a process of its own (as deployed) with the Go API
 	// in a process of its own.
-	fmt.Fprintf(w, "%-28s %11s %11s %11s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API")
+	fmt.Fprintf(w, "%-52s %11s %11s %11s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API")
 	var api50, api95, sub50, sub95 time.Duration
 	for _, m := range modes {
 		p50, p95, _ := stats(m.times)
@@ -436,12 +507,12 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 		case strings.Contains(m.name, "subprocess"):
 			d50, d95 = ms(p50-sub50), ms(p95-sub95)
 		}
-		fmt.Fprintf(w, "%-28s %s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95)
+		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95)
 	}
 	// The differences above carry the noise of two sandboxed runs; the
 	// time a call spends outside its executor carries none of it.
 	fmt.Fprintf(w, "\ntime outside the executor (what MCP adds to the call):\n")
-	fmt.Fprintf(w, "%-28s %11s %11s %11s %11s %11s\n", "mode", "p50", "p95", "mean", "before p50", "after p50")
+	fmt.Fprintf(w, "%-52s %11s %11s %11s %11s %11s\n", "mode", "p50", "p95", "mean", "before p50", "after p50")
 	for _, m := range modes {
 		if m.timed == nil {
 			continue
@@ -453,12 +524,12 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 		p50, p95, mean := stats(outside)
 		pre50, _, _ := stats(m.pre)
 		post50, _, _ := stats(m.post)
-		fmt.Fprintf(w, "%-28s %s %s %s %s %s\n", m.name, ms(p50), ms(p95), ms(mean), ms(pre50), ms(post50))
+		fmt.Fprintf(w, "%-52s %s %s %s %s %s\n", m.name, ms(p50), ms(p95), ms(mean), ms(pre50), ms(post50))
 	}
 	fmt.Fprintf(w, "\nprotocol CPU per call (client and server, no-op executor, %d calls in rounds of 10):\n", n/10*10)
 	for _, m := range modes {
 		if m.noop {
-			fmt.Fprintf(w, "%-28s %s\n", m.name, ms(m.cpu))
+			fmt.Fprintf(w, "%-52s %s\n", m.name, ms(m.cpu))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -8,6 +9,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,18 +40,26 @@ func serveRaw(ctx context.Context, h http.Handler) (*rawClient, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &rawClient{url: url, hc: &http.Client{}}
-	header, err := c.post(ctx, rawInitialize)
+	c, err := openRaw(ctx, url)
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
+	return c, stop, nil
+}
+
+// openRaw opens a session with rawClient on the MCP endpoint at url.
+func openRaw(ctx context.Context, url string) (*rawClient, error) {
+	c := &rawClient{url: url, hc: &http.Client{}}
+	header, err := c.post(ctx, rawInitialize)
+	if err != nil {
+		return nil, err
+	}
 	c.session = header.Get("Mcp-Session-Id")
 	if _, err := c.post(ctx, rawInitialized); err != nil {
-		stop()
-		return nil, nil, err
+		return nil, err
 	}
-	return c, stop, nil
+	return c, nil
 }
 
 // post sends body and returns the response's header, its body read and
@@ -108,4 +122,79 @@ func listen(h http.Handler) (url string, stop func(), err error) {
 		}
 	}()
 	return "http://" + l.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// rawStdio calls execute_code over stdio with plain line reads and
+// writes, no MCP client library: beside the SDK's client on the same
+// kind of server, it shows what that client costs.
+type rawStdio struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+// startRawStdio starts `bin mcp` and opens a session on it.
+func startRawStdio(bin string) (_ *rawStdio, err error) {
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = childEnv()
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &rawStdio{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), id: 100}
+	defer func() {
+		if err != nil {
+			c.stop()
+		}
+	}()
+	if _, err := c.exchange(rawInitialize, true); err != nil {
+		return nil, err
+	}
+	if _, err := c.exchange(rawInitialized, false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// exchange writes one line and, when an answer is due, reads one.
+func (c *rawStdio) exchange(msg string, answered bool) ([]byte, error) {
+	if _, err := io.WriteString(c.in, msg+"\n"); err != nil {
+		return nil, err
+	}
+	if !answered {
+		return nil, nil
+	}
+	line, err := c.out.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("coderunner mcp: %w", err)
+	}
+	return line, nil
+}
+
+func (c *rawStdio) call(context.Context) error {
+	c.id++
+	msg := strings.Replace(rawCall, `"id":2`, `"id":`+strconv.Itoa(c.id), 1)
+	line, err := c.exchange(msg, true)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(line, []byte(`"id":`+strconv.Itoa(c.id)+`,`)) || !bytes.Contains(line, []byte(`hello\n`)) {
+		return fmt.Errorf("unexpected response %s", line)
+	}
+	return nil
+}
+
+// stop closes the server's stdin, which ends it, and waits for it.
+func (c *rawStdio) stop() {
+	_ = c.in.Close()
+	_ = c.cmd.Wait()
 }
