@@ -81,11 +81,15 @@ func BenchmarkServerLines(b *testing.B) {
 	}
 	serverRead, clientWrite := io.Pipe()
 	clientRead, serverWrite := io.Pipe()
-	ss, err := s.MCP().Connect(context.Background(), &LineTransport{Reader: serverRead, Writer: serverWrite}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ss.Close() })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(context.Background(), &LineTransport{Reader: serverRead, Writer: serverWrite})
+	}()
+	b.Cleanup(func() {
+		_ = clientWrite.Close()
+		<-done
+	})
 	out := bufio.NewReader(clientRead)
 	exchange := func(line string, answered bool) []byte {
 		if _, err := io.WriteString(clientWrite, line+"\n"); err != nil {

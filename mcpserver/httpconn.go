@@ -31,7 +31,9 @@ var errSessionEnded = errors.New("the MCP session ended")
 // event stream go to that stream, found by progress token. Nothing else can
 // reach the client, since the handler offers no standalone event stream.
 type httpConn struct {
-	id        string
+	id string
+	// direct answers plain execute_code calls without the SDK.
+	direct    *directCalls
 	incoming  chan jsonrpc.Message
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -42,9 +44,10 @@ type httpConn struct {
 	progress map[any]*answer
 }
 
-func newHTTPConn(id string, onClose func()) *httpConn {
+func newHTTPConn(srv *Server, id string, onClose func()) *httpConn {
 	return &httpConn{
 		id:       id,
+		direct:   newDirectCalls(srv),
 		incoming: make(chan jsonrpc.Message),
 		closed:   make(chan struct{}),
 		onClose:  onClose,
@@ -95,6 +98,7 @@ func (c *httpConn) push(done <-chan struct{}, m jsonrpc.Message) error {
 }
 
 func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.direct.sent(msg)
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
 		c.mu.Lock()
@@ -145,6 +149,7 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *httpConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.direct.close()
 		close(c.closed)
 		if c.onClose != nil {
 			c.onClose()
@@ -168,6 +173,7 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 	done := r.Context().Done()
 	if p.calls == 0 {
 		for _, m := range p.msgs {
+			c.direct.take(m) // a cancellation of a call it runs
 			if err := c.push(done, m); err != nil {
 				if errors.Is(err, errSessionEnded) {
 					writeNotFound(w, err.Error())
@@ -212,6 +218,12 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 		a.startStream()
 	}
 	for _, m := range p.msgs {
+		if call, ok := c.direct.take(m); ok && !p.batch {
+			// Answered in this goroutine, which waits for the answer
+			// anyway: a dropped request or the session's end cancels it.
+			c.direct.run(r.Context(), call, func(resp *jsonrpc.Response) { _ = c.Write(r.Context(), resp) })
+			continue
+		}
 		if err := c.push(done, m); err != nil {
 			c.abandon(a, ids, "")
 			if a.giveUp() && errors.Is(err, errSessionEnded) && kind != answerStream {

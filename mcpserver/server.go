@@ -103,7 +103,12 @@ Use judge_code to check a solution against test cases. Use list_languages to see
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves one client over t until the client disconnects or ctx ends.
+// Over a LineTransport, plain execute_code calls are answered by the
+// transport (see directCalls), everything else by the SDK's server.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	if lt, ok := t.(*LineTransport); ok {
+		t = &LineTransport{Reader: lt.Reader, Writer: lt.Writer, direct: s}
+	}
 	return s.mcp.Run(ctx, t)
 }
 

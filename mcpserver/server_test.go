@@ -130,15 +130,25 @@ func connect(t testing.TB, s *Server, transport string, opts *mcp.ClientOptions)
 		// the server on the SDK's IOTransport or on LineTransport.
 		serverRead, clientWrite := io.Pipe()
 		clientRead, serverWrite := io.Pipe()
-		var st mcp.Transport = &LineTransport{Reader: serverRead, Writer: serverWrite}
 		if transport == "pipe-sdk" {
-			st = &mcp.IOTransport{Reader: serverRead, Writer: serverWrite}
+			ss, err := s.MCP().Connect(ctx, &mcp.IOTransport{Reader: serverRead, Writer: serverWrite}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ss.Close() })
+		} else {
+			// As coderunner mcp serves: through Run, which answers
+			// plain execute_code calls in the transport.
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = s.Run(ctx, &LineTransport{Reader: serverRead, Writer: serverWrite})
+			}()
+			t.Cleanup(func() {
+				_ = clientWrite.Close()
+				<-done
+			})
 		}
-		ss, err := s.MCP().Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ss.Close() })
 		ct = &mcp.IOTransport{Reader: clientRead, Writer: clientWrite}
 	case "http", "http-sdk":
 		// HTTPHandler, or the SDK's streamable handler for comparison.

@@ -40,6 +40,9 @@ const maxLineBytes = maxArgsBytes + 1<<20
 type LineTransport struct {
 	Reader io.ReadCloser
 	Writer io.WriteCloser
+
+	// direct, set by Server.Run, answers execute_code calls here.
+	direct *Server
 }
 
 var _ mcp.Transport = (*LineTransport)(nil)
@@ -51,6 +54,9 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		w:      t.Writer,
 		br:     bufio.NewReaderSize(t.Reader, 64<<10),
 		closed: make(chan struct{}),
+	}
+	if t.direct != nil {
+		c.direct = newDirectCalls(t.direct)
 	}
 	if !interruptible(t.Reader) {
 		c.incoming = make(chan readResult)
@@ -81,6 +87,10 @@ type lineConn struct {
 	r  io.ReadCloser
 	w  io.WriteCloser
 	br *bufio.Reader
+
+	// direct answers plain execute_code calls without the SDK; nil
+	// when the transport serves a client of its own.
+	direct *directCalls
 
 	// incoming carries what readLoop reads; nil when Read reads.
 	incoming chan readResult
@@ -223,17 +233,30 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(c.queue) == 0 {
-		r, err := c.receive(ctx)
-		if err != nil {
-			return nil, err
+	for {
+		if len(c.queue) == 0 {
+			r, err := c.receive(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c.queue = r.msgs
 		}
-		c.queue = r.msgs
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		if c.direct != nil {
+			if call, ok := c.direct.take(m); ok {
+				// Its own goroutine, so that the next message (its
+				// cancellation, another call) is read meanwhile.
+				go c.direct.run(nil, call, c.answer)
+				continue
+			}
+		}
+		return m, nil
 	}
-	m := c.queue[0]
-	c.queue = c.queue[1:]
-	return m, nil
 }
+
+// answer writes a response of directCalls.
+func (c *lineConn) answer(r *jsonrpc.Response) { _ = c.Write(context.Background(), r) }
 
 // receive returns the messages of the next line that has any: read here,
 // or by readLoop.
@@ -270,15 +293,26 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return fmt.Errorf("marshaling message: %w", err)
+	if c.direct != nil {
+		c.direct.sent(msg)
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	var err error
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		// A result goes as it is, not compacted again.
+		c.buf, err = appendResponse(c.buf[:0], r)
+	} else {
+		var data []byte
+		data, err = jsonrpc.EncodeMessage(msg)
+		c.buf = append(c.buf[:0], data...)
+	}
+	if err != nil {
+		return fmt.Errorf("marshaling message: %w", err)
+	}
 	// One write per message, newline included, so that a reader never
 	// sees half a line.
-	c.buf = append(append(c.buf[:0], data...), '\n')
+	c.buf = append(c.buf, '\n')
 	_, err = c.w.Write(c.buf)
 	if cap(c.buf) > 1<<20 {
 		c.buf = nil
@@ -288,6 +322,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
+		if c.direct != nil {
+			c.direct.close()
+		}
 		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 		close(c.closed)
 	})

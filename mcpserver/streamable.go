@@ -300,7 +300,7 @@ func (h *HTTPHandler) open(ctx context.Context) (*httpSession, error) {
 	h.mu.Unlock()
 
 	s := &httpSession{h: h, id: rand.Text(), last: time.Now()}
-	s.conn = newHTTPConn(s.id, s.forget)
+	s.conn = newHTTPConn(h.srv, s.id, s.forget)
 	// The session outlives the request that opens it, but keeps its
 	// context's values.
 	ss, err := h.srv.mcp.Connect(context.WithoutCancel(ctx), httpTransport{s.conn}, nil)
