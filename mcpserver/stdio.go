@@ -37,6 +37,10 @@ const maxLineBytes = maxArgsBytes + 1<<20
 // call, a hand-off that took 0.07 ms a call (p50) after a sandboxed run,
 // measured in coderunner mcp on 2 cores. Any other Reader is read by a goroutine of its own, so that
 // Close never waits for input that does not come.
+//
+// It serves either end: a Go program that starts coderunner mcp can
+// connect the SDK's client through it, on the command's pipes, instead of
+// the SDK's CommandTransport.
 type LineTransport struct {
 	Reader io.ReadCloser
 	Writer io.WriteCloser

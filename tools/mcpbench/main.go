@@ -1,20 +1,30 @@
 // Command mcpbench measures what MCP adds to a call of execute_code: the
-// same Python print through the Go API, through MCP over streamable HTTP
-// (the server in this process, on a loopback listener), once through
-// mcpserver's Handler and once through the SDK's streamable handler on the
-// same server, through MCP over stdio (`coderunner mcp` as a subprocess,
-// as an MCP host starts it) and through MCP over streamable HTTP to
-// `coderunner serve` as a subprocess (as deployed: its own sandboxes, no
-// other mode's runs in its process), in the same run, interleaved, and
-// prints p50/p95 per call and the difference of each to the Go API. It
-// also times the protocol alone, with an executor that answers at once,
-// over both HTTP handlers and over an in-process pipe, with the CPU time
-// (client and server, both in this process) per call: the SDK's handler
-// answers every call with an event stream, where mcpserver's Handler
-// answers with a JSON body unless the call asks for progress. Two more
-// modes split what is left of HTTP: mcpserver's Handler called by a
-// client made of net/http alone, without the SDK's client, and a net/http
-// round trip with a canned answer, the floor of any HTTP transport here.
+// same Python print through the Go API and through MCP, in the same run,
+// interleaved in a new random order each round, with p50/p95 per call
+// and the difference of each to the Go API. The modes:
+//
+//   - the Go API in this process, and in a process of its own (the
+//     baseline of the servers that run as processes of their own);
+//   - MCP over stdio to `coderunner mcp` as a subprocess (as an MCP host
+//     starts it): with the SDK's client on its CommandTransport, with the
+//     SDK's client on mcpserver.LineTransport, and with a plain client
+//     that writes and reads lines;
+//   - MCP over streamable HTTP to `coderunner serve` as a subprocess (as
+//     deployed: its own sandboxes, the running slots and queue /mcp
+//     shares with /v1/run): with the SDK's client, and with a plain
+//     client that writes HTTP/1.1 by hand;
+//   - MCP over streamable HTTP and over a pipe to a server in this
+//     process, through mcpserver's Handler and through the SDK's
+//     streamable handler, with the time each call spends outside the
+//     executor;
+//   - the protocol alone, with an executor that answers at once, and the
+//     CPU time (client and server, both in this process) per call, down
+//     to an HTTP round trip with a canned answer, the floor of any HTTP
+//     transport here.
+//
+// The plain clients do what any client must (write the request, read and
+// check the answer) and nothing else: beside the Go API they show what
+// the server adds, and beside the SDK's client what that client adds.
 //
 // Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400] [-modes REGEXP]
 //
@@ -151,6 +161,7 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 	if err != nil {
 		return err
 	}
+	defer rawServe.close()
 	stdioRaw, err := startRawStdio(bin)
 	if err != nil {
 		return err
@@ -197,7 +208,11 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 		return err
 	}
 	defer closeFloor()
-	floor := &rawClient{url: floorURL, hc: &http.Client{}}
+	floor, err := dialRaw(floorURL)
+	if err != nil {
+		return err
+	}
+	defer floor.close()
 
 	args := map[string]any{"language": "python", "code": code}
 	modes := []*mode{
@@ -220,8 +235,8 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 		{name: "no-op HTTP (mcpserver)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
 		{name: "no-op HTTP (SDK handler)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopSDK, args) }},
 		{name: "no-op pipe", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopPipe, args) }},
-		{name: "no-op HTTP, net/http client", noop: true, call: noopRaw.call},
-		{name: "net/http round trip alone", noop: true, call: floor.call},
+		{name: "no-op HTTP, plain client", noop: true, call: noopRaw.call},
+		{name: "HTTP round trip alone, plain client", noop: true, call: floor.call},
 	}
 	modes = slices.DeleteFunc(modes, func(m *mode) bool {
 		return m.name != apiInProcess && m.name != apiSubprocess && !keep.MatchString(m.name)
@@ -486,28 +501,41 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 	// A server in this process is compared with the Go API in this
 	// process; one in a process of its own (as deployed) with the Go API
 	// in a process of its own.
-	fmt.Fprintf(w, "%-52s %11s %11s %11s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API")
-	var api50, api95, sub50, sub95 time.Duration
+	// "paired" is the median, over the rounds, of the call's time less
+	// the Go API's in the same round: a slow stretch of the machine
+	// weighs on both.
+	fmt.Fprintf(w, "%-52s %11s %11s %11s %14s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API", "paired p50")
+	var api, sub *mode
 	for _, m := range modes {
-		p50, p95, _ := stats(m.times)
 		switch m.name {
 		case apiInProcess:
-			api50, api95 = p50, p95
+			api = m
 		case apiSubprocess:
-			sub50, sub95 = p50, p95
+			sub = m
 		}
 	}
 	for _, m := range modes {
 		p50, p95, mean := stats(m.times)
-		d50, d95 := "", ""
+		var base *mode
 		switch {
 		case m.name == apiInProcess || m.name == apiSubprocess:
 		case m.timed != nil:
-			d50, d95 = ms(p50-api50), ms(p95-api95)
+			base = api
 		case strings.Contains(m.name, "subprocess"):
-			d50, d95 = ms(p50-sub50), ms(p95-sub95)
+			base = sub
 		}
-		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95)
+		d50, d95, paired := "", "", ""
+		if base != nil {
+			b50, b95, _ := stats(base.times)
+			d50, d95 = ms(p50-b50), ms(p95-b95)
+			diffs := make([]time.Duration, len(m.times))
+			for i := range m.times {
+				diffs[i] = m.times[i] - base.times[i]
+			}
+			p, _, _ := stats(diffs)
+			paired = ms(p)
+		}
+		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95, paired)
 	}
 	// The differences above carry the noise of two sandboxed runs; the
 	// time a call spends outside its executor carries none of it.
