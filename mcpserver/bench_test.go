@@ -1,10 +1,8 @@
 package mcpserver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"io"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,39 +77,15 @@ func BenchmarkServerLines(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	serverRead, clientWrite := io.Pipe()
-	clientRead, serverWrite := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Run(context.Background(), &LineTransport{Reader: serverRead, Writer: serverWrite})
-	}()
-	b.Cleanup(func() {
-		_ = clientWrite.Close()
-		<-done
-	})
-	out := bufio.NewReader(clientRead)
-	exchange := func(line string, answered bool) []byte {
-		if _, err := io.WriteString(clientWrite, line+"\n"); err != nil {
-			b.Fatal(err)
-		}
-		if !answered {
-			return nil
-		}
-		got, err := out.ReadBytes('\n')
-		if err != nil {
-			b.Fatal(err)
-		}
-		return got
-	}
-	exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`, true)
-	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	c := newLineClient(b, s)
+	c.exchange(initializeBody, true)
+	c.exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print hello"}}}`
 	b.ReportAllocs()
 	before := cpuTime()
 	n := 0
 	for b.Loop() {
-		if got := exchange(call, true); !bytes.Contains(got, []byte(`hello\n`)) {
+		if got := c.exchange(call, true); !strings.Contains(got, `hello\n`) {
 			b.Fatalf("answer %s", got)
 		}
 		n++

@@ -15,12 +15,12 @@ import (
 
 // lineClient drives a Server over LineTransport with hand-written lines.
 type lineClient struct {
-	t       *testing.T
+	t       testing.TB
 	send    io.WriteCloser
 	answers *bufio.Reader
 }
 
-func newLineClient(t *testing.T, s *Server) *lineClient {
+func newLineClient(t testing.TB, s *Server) *lineClient {
 	t.Helper()
 	serverRead, clientWrite := io.Pipe()
 	clientRead, serverWrite := io.Pipe()

@@ -52,9 +52,8 @@ func apiChild(warm int) error {
 
 // apiProcess is the parent's end of an apiChild.
 type apiProcess struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	proc *piped
+	out  *bufio.Reader
 }
 
 // startAPIChild starts this program again as an apiChild with warm
@@ -64,25 +63,15 @@ func startAPIChild(warm int) (*apiProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self)
-	cmd.Env = append(childEnv(), apiChildEnv+"="+strconv.Itoa(warm))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	proc, err := startPiped([]string{apiChildEnv + "=" + strconv.Itoa(warm)}, self)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &apiProcess{cmd: cmd, in: in, out: bufio.NewReader(out)}, nil
+	return &apiProcess{proc: proc, out: bufio.NewReader(proc.out)}, nil
 }
 
 func (p *apiProcess) call(context.Context) error {
-	if _, err := io.WriteString(p.in, "\n"); err != nil {
+	if _, err := io.WriteString(p.proc.in, "\n"); err != nil {
 		return err
 	}
 	line, err := p.out.ReadString('\n')
@@ -95,8 +84,40 @@ func (p *apiProcess) call(context.Context) error {
 	return nil
 }
 
-// stop closes the child's stdin, which ends it, and waits for it.
-func (p *apiProcess) stop() {
+// stop ends the child.
+func (p *apiProcess) stop() { p.proc.stop() }
+
+// piped is a subprocess whose standard input and output are pipes to this
+// process.
+type piped struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out io.ReadCloser
+}
+
+// startPiped starts name with args, the environment of childEnv plus env,
+// and this process's standard error.
+func startPiped(env []string, name string, args ...string) (*piped, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(childEnv(), env...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &piped{cmd: cmd, in: in, out: out}, nil
+}
+
+// stop closes the subprocess's standard input, which ends it, and waits
+// for it.
+func (p *piped) stop() {
 	_ = p.in.Close()
 	_ = p.cmd.Wait()
 }

@@ -369,26 +369,13 @@ func startStdio(ctx context.Context, bin string) (*mcp.ClientSession, error) {
 // SDK's client to it through mcpserver.LineTransport on the command's
 // pipes instead of the SDK's CommandTransport. stop ends the server.
 func startStdioLines(ctx context.Context, bin string) (_ *mcp.ClientSession, stop func(), err error) {
-	cmd := exec.Command(bin, "mcp")
-	cmd.Env = childEnv()
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	proc, err := startPiped(nil, bin, "mcp")
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	end := func() {
-		_ = in.Close()
-		_ = cmd.Wait()
-	}
+	end := proc.stop
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcpserver.LineTransport{Reader: out, Writer: in}, nil)
+	cs, err := client.Connect(ctx, &mcpserver.LineTransport{Reader: proc.out, Writer: proc.in}, nil)
 	if err != nil {
 		end()
 		return nil, nil, err

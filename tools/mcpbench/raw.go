@@ -9,9 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -165,29 +162,18 @@ func listen(h http.Handler) (url string, stop func(), err error) {
 // writes, no MCP client library: beside the SDK's client on the same
 // kind of server, it shows what that client costs.
 type rawStdio struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	id  int
+	proc *piped
+	out  *bufio.Reader
+	id   int
 }
 
 // startRawStdio starts `bin mcp` and opens a session on it.
 func startRawStdio(bin string) (_ *rawStdio, err error) {
-	cmd := exec.Command(bin, "mcp")
-	cmd.Env = childEnv()
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	proc, err := startPiped(nil, bin, "mcp")
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &rawStdio{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), id: 100}
+	c := &rawStdio{proc: proc, out: bufio.NewReaderSize(proc.out, 64<<10), id: 100}
 	defer func() {
 		if err != nil {
 			c.stop()
@@ -204,7 +190,7 @@ func startRawStdio(bin string) (_ *rawStdio, err error) {
 
 // exchange writes one line and, when an answer is due, reads one.
 func (c *rawStdio) exchange(msg string, answered bool) ([]byte, error) {
-	if _, err := io.WriteString(c.in, msg+"\n"); err != nil {
+	if _, err := io.WriteString(c.proc.in, msg+"\n"); err != nil {
 		return nil, err
 	}
 	if !answered {
@@ -230,8 +216,5 @@ func (c *rawStdio) call(context.Context) error {
 	return nil
 }
 
-// stop closes the server's stdin, which ends it, and waits for it.
-func (c *rawStdio) stop() {
-	_ = c.in.Close()
-	_ = c.cmd.Wait()
-}
+// stop ends the server.
+func (c *rawStdio) stop() { c.proc.stop() }
