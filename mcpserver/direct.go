@@ -130,16 +130,14 @@ func (d *directCalls) cancel(params json.RawMessage) {
 	}
 }
 
-// run answers c with write, in the calling goroutine; ctx, when not nil,
-// also ends the call (the HTTP request that carries it). A cancelled call
+// run answers c with write, in the calling goroutine; ctx also ends the
+// call (the HTTP request that carries it). A cancelled call
 // is answered with an error, as the SDK answers it.
 func (d *directCalls) run(ctx context.Context, c *directCall, write func(*jsonrpc.Response)) {
 	callCtx, cancel := context.WithCancel(d.base)
 	defer cancel()
-	if ctx != nil {
-		stop := context.AfterFunc(ctx, cancel)
-		defer stop()
-	}
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
 	d.mu.Lock()
 	if _, dup := d.running[c.id]; dup {
 		// The SDK, which does not know of the running call, cannot

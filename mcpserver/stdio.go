@@ -250,8 +250,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if c.direct != nil {
 			if call, ok := c.direct.take(m); ok {
 				// Its own goroutine, so that the next message (its
-				// cancellation, another call) is read meanwhile.
-				go c.direct.run(nil, call, c.answer)
+				// cancellation, another call) is read meanwhile; it
+				// ends with the session's reading, as the SDK's calls.
+				go c.direct.run(ctx, call, c.answer)
 				continue
 			}
 		}
