@@ -28,8 +28,10 @@ const methodCallTool = "tools/call"
 // id) of tools/call whose parameters are exactly a name, execute_code,
 // and arguments, once the session's initialize has been answered.
 // Anything with _meta (a progress token, the per-request protocol), any
-// other field or tool, a batch, and everything before initialization
-// goes to the SDK. A cancellation notification naming a call taken here
+// other field or tool, a batch over HTTP (whose answers go back together
+// in one body), and everything before initialization goes to the SDK;
+// over stdio, a batch's answers go one per line anyway, and its plain
+// calls are taken. A cancellation notification naming a call taken here
 // cancels it (and still reaches the SDK, for which the id is unknown).
 type directCalls struct {
 	srv *Server
@@ -131,8 +133,8 @@ func (d *directCalls) cancel(params json.RawMessage) {
 }
 
 // run answers c with write, in the calling goroutine; ctx also ends the
-// call (the HTTP request that carries it). A cancelled call
-// is answered with an error, as the SDK answers it.
+// call (the HTTP request that carries it, the session's reading). A
+// cancelled call is answered with an error, as the SDK answers it.
 func (d *directCalls) run(ctx context.Context, c *directCall, write func(*jsonrpc.Response)) {
 	callCtx, cancel := context.WithCancel(d.base)
 	defer cancel()
@@ -144,7 +146,7 @@ func (d *directCalls) run(ctx context.Context, c *directCall, write func(*jsonrp
 		// refuse its id.
 		d.mu.Unlock()
 		write(&jsonrpc.Response{ID: c.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %v is already in use by a call in progress", c.id.Raw())}})
+			Message: idInUse(c.id)}})
 		return
 	}
 	d.running[c.id] = cancel
@@ -164,6 +166,11 @@ func (d *directCalls) run(ctx context.Context, c *directCall, write func(*jsonrp
 	delete(d.running, c.id)
 	d.mu.Unlock()
 	write(answer)
+}
+
+// idInUse is the refusal of a call whose id a running call has.
+func idInUse(id jsonrpc.ID) string {
+	return fmt.Sprintf("request id %v is already in use by a call in progress", id.Raw())
 }
 
 // wireError is the error response the SDK makes of a handler's error (a

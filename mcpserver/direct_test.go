@@ -227,3 +227,26 @@ func TestDirectCallIDReused(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectCallInStdioBatch sends a batch (protocol 2025-03-26) over
+// stdio: its plain execute_code call is answered by the transport, its
+// other request by the SDK, each on a line of its own.
+func TestDirectCallInStdioBatch(t *testing.T) {
+	s, _ := newServer(t)
+	sdkCalls := countSDKCalls(s)
+	c := newLineClient(t, s)
+	c.exchange(strings.Replace(initializeBody, "2025-06-18", "2025-03-26", 1), true)
+	c.exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	first := c.exchange(`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print hi"}}},{"jsonrpc":"2.0","id":4,"method":"ping"}]`, true)
+	second, err := c.answers.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := first + "\n" + second
+	if !strings.Contains(answers, `"id":3,"result"`) || !strings.Contains(answers, `hi\n`) || !strings.Contains(answers, `"id":4,"result"`) {
+		t.Errorf("answers:\n%s", answers)
+	}
+	if got := sdkCalls.Load(); got != 0 {
+		t.Errorf("the SDK answered %d tools/call requests, want none", got)
+	}
+}

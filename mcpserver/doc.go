@@ -49,8 +49,8 @@
 // call both ways and compares), without the SDK's hand-offs between
 // goroutines and decoding of the parameters twice more through fresh 32 KB
 // buffers: 0.2 ms a call after a sandboxed run. Everything else (other
-// tools, a call with _meta such as a progress token, batches, anything
-// before initialization) goes through the SDK's session; a cancellation
+// tools, a call with _meta such as a progress token, batches over HTTP,
+// anything before initialization) goes through the SDK's session; a cancellation
 // notification reaches both. Server.Run sets this up for a LineTransport,
 // and HTTPHandler for each of its sessions.
 package mcpserver

@@ -201,7 +201,7 @@ func (c *httpConn) serve(w http.ResponseWriter, r *http.Request, p *post, accept
 				delete(c.pending, prev)
 			}
 			c.mu.Unlock()
-			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %v is already in use by a call in progress", id.Raw()), nil)
+			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, idInUse(id), nil)
 			return
 		}
 		c.pending[id] = a

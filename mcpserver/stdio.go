@@ -35,8 +35,9 @@ const maxLineBytes = maxArgsBytes + 1<<20
 // next message. A message then reaches its handler without passing from
 // one goroutine to another while the reading one blocks in a system
 // call, a hand-off that took 0.07 ms a call (p50) after a sandboxed run,
-// measured in coderunner mcp on 2 cores. Any other Reader is read by a goroutine of its own, so that
-// Close never waits for input that does not come.
+// measured in coderunner mcp on 2 cores. Any other Reader is read by a
+// goroutine of its own, so that Close never waits for input that does
+// not come.
 //
 // It serves either end: a Go program that starts coderunner mcp can
 // connect the SDK's client through it, on the command's pipes, instead of

@@ -12,8 +12,8 @@ import (
 // of it in non-blocking mode, which the Go runtime's poller waits on: a
 // message is then read by the goroutine that handles it, without the
 // hand-off to another thread that a blocking read needs (0.07 ms a call
-// measured on 2 cores), and closing it ends a Read
-// blocked on it. restore gives the open file back the flags it had, as
+// measured on 2 cores), and closing it ends a Read blocked on it.
+// restore gives the open file back the flags it had, as
 // the file is shared with whoever started the command. Anything else (a
 // terminal, a regular file, a reader that is not a file) is returned as
 // it is, never closed.
