@@ -541,11 +541,21 @@ func TestParallelOrder(t *testing.T) {
 		gates[i] = make(chan struct{})
 	}
 	close(gates[n])
+	// The order is recorded inside the script, before the run opens the
+	// next gate: recorded after Run returned, the next run could overtake it.
+	var mu sync.Mutex
+	var finished []string
 	var tests []TestCase
 	for i := range n {
 		in := string(rune('a' + i))
+		record := func(ctx context.Context, l sandbox.Limits) (*sandbox.Result, error) {
+			mu.Lock()
+			finished = append(finished, in)
+			mu.Unlock()
+			return prints(strings.ToUpper(in))(ctx, l)
+		}
 		// Run i may finish only once run i+1 has finished.
-		scripts[in] = after(gates[i+1], gates[i], prints(strings.ToUpper(in)))
+		scripts[in] = after(gates[i+1], gates[i], record)
 		tests = append(tests, TestCase{ID: "t" + in, Input: in, ExpectedOutput: strings.ToUpper(in)})
 	}
 	e := newEngine(scripts)
@@ -553,8 +563,8 @@ func TestParallelOrder(t *testing.T) {
 	if got.Status != StatusAllPassed {
 		t.Fatalf("status = %s (%s)", got.Status, got.Summary)
 	}
-	if want := []string{"e", "d", "c", "b", "a"}; !slices.Equal(e.prog.finished, want) {
-		t.Fatalf("runs finished in order %v, want %v", e.prog.finished, want)
+	if want := []string{"e", "d", "c", "b", "a"}; !slices.Equal(finished, want) {
+		t.Fatalf("runs finished in order %v, want %v", finished, want)
 	}
 	for i, r := range got.TestResults {
 		if r.TestID != tests[i].ID || r.ActualOutput != tests[i].ExpectedOutput {
