@@ -46,7 +46,9 @@
 // archive only the keeper (the container's idle process, another user)
 // can change. Programs never share a container; a run stopped by a limit
 // or by the caller, or one with a host workspace, has its container
-// removed. Idle containers go after Options.IdleTimeout. Options.PerRun
+// removed. A run with a host workspace returns only once its container
+// has stopped: the caller gets the directory back with nothing of the run
+// left to write in it. Idle containers go after Options.IdleTimeout. Options.PerRun
 // gives every run a container of its own instead, as the specification
 // sketches; tools/sandboxbench measures both.
 //

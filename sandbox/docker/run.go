@@ -81,9 +81,38 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		res, reusable, err = b.runIn(ctx, bx, s)
 	}
 	// A host workspace is the caller's: nothing may still run in it when
-	// the caller gets it back, so its container goes at once.
+	// the caller gets it back, so its container is stopped before Run
+	// returns, and goes.
+	if s.Workspace != "" {
+		if stopErr := b.stop(ctx, bx); stopErr != nil {
+			res, err = nil, stopErr
+		}
+	}
 	b.release(bx, reusable && err == nil && s.Workspace == "")
 	return res, err
+}
+
+// stopTimeout bounds the wait for a killed container to stop.
+const stopTimeout = 30 * time.Second
+
+// stop kills bx and waits until it has stopped. The container's first
+// process is the first of its PID namespace, and the kernel lets it end
+// only once every other process in the namespace is gone (those the
+// engine started in it with exec included): a stopped container runs
+// nothing. It is not cancelled with ctx, which may be over already.
+func (b *Backend) stop(ctx context.Context, bx *box) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	// Killing a container that stopped already fails, and changes
+	// nothing: the wait below tells.
+	_ = b.cli.ContainerKill(ctx, bx.id, "KILL")
+	stopped, failed := b.cli.ContainerWait(ctx, bx.id, container.WaitConditionNotRunning)
+	select {
+	case <-stopped:
+		return nil
+	case err := <-failed:
+		return fmt.Errorf("%w: unable to stop the container of a run in a host workspace: %w", sandbox.ErrSetup, err)
+	}
 }
 
 // usage is one reading of a container's counters.

@@ -77,6 +77,7 @@ func Run(t *testing.T, env Env) {
 		{"Cancel", s.testCancel},
 		{"FillTmp", s.testFillTmp},
 		{"FillWorkspace", s.testFillWorkspace},
+		{"HostWorkspaceQuietOnReturn", s.testHostWorkspaceQuiet},
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
 		{"HostFilesInvisible", s.testHostFiles},
@@ -390,6 +391,52 @@ except OSError as e:
 	res = s.run(t, spec)
 	if !bytes.HasPrefix(res.Stdout, []byte("stopped")) {
 		t.Fatalf("a million empty files fitted in the workspace: %s %s", res.Stdout, res.Stderr)
+	}
+}
+
+// testHostWorkspaceQuiet attacks the promise that a caller's workspace is
+// the caller's again when Run returns: a writer the program leaves behind,
+// in a session of its own and deaf to the polite signals, appends to a
+// file there without pause; once Run has returned, the file must not grow.
+// The program ends by itself in one case and is killed at its wall-time
+// limit in the other.
+func (s *suite) testHostWorkspaceQuiet(t *testing.T) {
+	const writer = `(setsid sh -c 'trap "" HUP INT TERM; while :; do echo x >> /workspace/log; done' >/dev/null 2>&1 &)
+while [ ! -s /workspace/log ]; do :; done
+echo writing
+`
+	for _, tc := range []struct {
+		name   string
+		script string
+		want   sandbox.Status
+	}{
+		{"program ends", writer, sandbox.StatusOK},
+		{"program killed", writer + "sleep 60\n", sandbox.StatusTimeLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, err := os.MkdirTemp("", "quiet-ws-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(ws)
+			spec := s.sh(tc.script)
+			spec.Workspace = ws
+			spec.Limits.WallTime = 2 * time.Second
+			res := s.run(t, spec)
+			size := func() int64 {
+				fi, err := os.Lstat(filepath.Join(ws, "log"))
+				if err != nil {
+					t.Fatalf("the writer's file: %v", err)
+				}
+				return fi.Size()
+			}
+			before := size()
+			expect(t, res, tc.want)
+			time.Sleep(300 * time.Millisecond)
+			if after := size(); after != before {
+				t.Fatalf("the workspace was written after Run returned: %d bytes, then %d", before, after)
+			}
+		})
 	}
 }
 
