@@ -76,8 +76,8 @@ type run struct {
 	workspace string
 	warnings  []string
 	// detach lets close finish the teardown in the background: the
-	// program is gone and its result known, and nothing the caller holds
-	// is reachable from the sandbox any more.
+	// program and everything it started are gone and the result known,
+	// or nothing the caller holds is reachable from the sandbox.
 	detach bool
 }
 
@@ -254,9 +254,13 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		return nil, err
 	}
 	// A host workspace is the caller's: nothing of the sandbox may still
-	// run when the caller gets it back. A private one dies with the
-	// namespace, so the teardown can finish after the result is out.
-	r.detach = s.Workspace == ""
+	// run when the caller gets it back. The init reports the end only
+	// once it is alone in the sandbox, every other process killed and
+	// reaped; without that report (the init was killed first) close waits
+	// for the init's end, which the kernel holds back until the rest of
+	// the namespace is gone. A private workspace dies with the namespace.
+	// Either way the teardown can then finish after the result is out.
+	r.detach = s.Workspace == "" || bytes.HasPrefix(msg, []byte("X "))
 	// A sandbox whose program ended by itself, within its memory, has
 	// cleaned up after it, and can serve the series again.
 	r.keep = ended && !res.MemoryExceeded

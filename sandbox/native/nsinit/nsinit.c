@@ -1197,13 +1197,12 @@ static void reset_scratch(const struct exec_plan *plan)
 	}
 }
 
-// end_run leaves a kept sandbox as its next run must find it: no process
-// of this run (the init is the namespace's PID 1, so kill(-1) reaches
-// every other process in it, and each orphan is reparented to the init
-// before its parent can be reaped) and empty scratch mounts. The next
-// program gets a fresh IPC namespace (start_program), and the backend
-// resets the cgroup's counters.
-static void end_run(const struct exec_plan *plan)
+// kill_rest leaves the init alone in its namespace: the init is the
+// namespace's PID 1, so kill(-1) reaches every other process in it, and
+// each orphan is reparented to the init before its parent can be reaped;
+// a fork racing the kill fails, its parent being killed. Once the last
+// one is reaped, nothing of the run can touch its workspace.
+static void kill_rest(void)
 {
 	if (kill(-1, SIGKILL) < 0 && errno != ESRCH)
 		fail("kill what the program left");
@@ -1216,7 +1215,6 @@ static void end_run(const struct exec_plan *plan)
 			fail("reap what the program left");
 		}
 	}
-	reset_scratch(plan);
 }
 
 // recv_run receives the next run of a kept sandbox: its three standard
@@ -1351,12 +1349,18 @@ static void __attribute__((noreturn)) run(void)
 	}
 	for (;;) {
 		int ws = wait_program(child);
+		// The report says the run is over: the program and everything
+		// it left. The backend may then hand the workspace back without
+		// waiting for the namespaces to be torn down.
+		kill_rest();
 		if (!plan.keep) {
-			// The kernel kills what is left when the init exits.
 			report("X %d\n", ws);
 			_exit(0);
 		}
-		end_run(&plan);
+		// A kept sandbox's next run finds empty scratch mounts, a fresh
+		// IPC namespace (start_program), and the cgroup's counters reset
+		// by the backend.
+		reset_scratch(&plan);
 		report("X %d\n", ws);
 		c.later = 1;
 		next_run(&c, &plan);
