@@ -16,19 +16,28 @@ import (
 	"github.com/coderunner/coderunner/execute"
 )
 
+// startMCP runs coderunner mcp with the fake backend on stdin, in the
+// background: its answers are read from out, which is closed when it
+// ends, and its exit status then comes on exit.
+func startMCP(t *testing.T, stdin io.Reader) (ta *testApp, out *io.PipeReader, exit <-chan int) {
+	t.Helper()
+	ta = newApp(t, "")
+	out, outW := io.Pipe()
+	ta.Stdin, ta.Stdout = stdin, outW
+	code := make(chan int, 1)
+	go func() {
+		c := ta.Run(context.Background(), []string{"mcp", "--config", filepath.Join("testdata", "fake.yaml")})
+		_ = outW.Close()
+		code <- c
+	}()
+	return ta, out, code
+}
+
 // TestMCPCommand serves coderunner mcp over pipes, as over stdio, with the
 // fake backend, and calls its tools with the SDK's client.
 func TestMCPCommand(t *testing.T) {
-	ta := newApp(t, "")
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ta.Stdin, ta.Stdout = inR, outW
-	exit := make(chan int, 1)
-	go func() {
-		code := ta.Run(context.Background(), []string{"mcp", "--config", filepath.Join("testdata", "fake.yaml")})
-		_ = outW.Close()
-		exit <- code
-	}()
+	ta, outR, exit := startMCP(t, inR)
 	client := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
@@ -133,15 +142,7 @@ func TestMCPCommandStdin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			outR, outW := io.Pipe()
-			ta := newApp(t, "")
-			ta.Stdin, ta.Stdout = stdin, outW
-			exit := make(chan int, 1)
-			go func() {
-				code := ta.Run(context.Background(), []string{"mcp", "--config", filepath.Join("testdata", "fake.yaml")})
-				_ = outW.Close()
-				exit <- code
-			}()
+			ta, outR, exit := startMCP(t, stdin)
 			answers := bufio.NewReader(outR)
 			for _, line := range []string{initialize, ping} {
 				if writer == nil {
