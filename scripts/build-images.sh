@@ -11,7 +11,7 @@
 #   java        default-jdk-headless     -> java
 #   javascript  nodejs                   -> javascript
 #   go          golang-go                -> go
-#   rust        rustc, gcc               -> rust
+#   rust        rustc-web, gcc           -> rust
 #
 # The groups named together share one root holding all their toolchains,
 # imported once and tagged under each group's name: the base system and
@@ -45,7 +45,10 @@ packages() {
 	java) echo "default-jdk-headless" ;;
 	javascript) echo "nodejs" ;;
 	go) echo "golang-go" ;;
-	rust) echo "rustc gcc libc6-dev" ;;
+	# rustc-web is bookworm's current Rust (1.85), where rustc is 1.63:
+	# programs written for today's Rust (std::hint::black_box, let-else)
+	# would not compile with the older one.
+	rust) echo "rustc-web gcc libc6-dev" ;;
 	*) return 1 ;;
 	esac
 }
