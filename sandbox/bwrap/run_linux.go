@@ -698,7 +698,7 @@ func restoreIDs(groups []int) bool {
 		_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0)
 		return e == 0
 	}
-	_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(unsafe.Pointer(&gids[0])), 0)
+	_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(unsafe.Pointer(&gids[0])), 0) //nolint:gosec // the raw call (this thread only) takes the array
 	return e == 0
 }
 
