@@ -3,6 +3,7 @@ package lang
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -189,6 +190,21 @@ func (r *Recipe) isSet(field string, nonZero bool) bool {
 		return r.set[field]
 	}
 	return nonZero
+}
+
+// SetsImage reports whether the override r sets the image.
+func (r *Recipe) SetsImage() bool { return r.isSet("image", r.Image != "") }
+
+// WithImage returns the override r with its image set to image, as if
+// its YAML said so; its other fields stay as they were.
+func (r Recipe) WithImage(image string) Recipe {
+	r.Image = image
+	if r.set != nil {
+		set := maps.Clone(r.set)
+		set["image"] = true
+		r.set = set
+	}
+	return r
 }
 
 // merge returns base with every field o sets replaced by o's value.

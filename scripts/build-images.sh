@@ -11,7 +11,7 @@
 #   java        default-jdk-headless     -> java
 #   javascript  nodejs                   -> javascript
 #   go          golang-go                -> go
-#   rust        rustc, gcc               -> rust
+#   rust        rustc-web, gcc           -> rust
 #
 # The groups named together share one root holding all their toolchains,
 # imported once and tagged under each group's name: the base system and
@@ -22,6 +22,15 @@
 # names instead of five images of 2.1 GB in all. Each language still runs
 # in the image scripts/docker-images.yaml names.
 #
+# After the build, the image map of every group whose image the engine holds
+# is recorded in /etc/coderunner/docker-images.yaml ($CODERUNNER_IMAGES_RECORD),
+# which coderunner reads beneath its configuration: --backend docker then
+# runs on these images with no --config. That file is this script's own,
+# rewritten by each run; a file there that it did not write is left alone,
+# and the user's configuration (--config, CODERUNNER_CONFIG,
+# ~/.config/coderunner/config.yaml, /etc/coderunner/config.yaml) is never
+# touched: an image it sets for a language wins over the recorded one.
+#
 # A build is skipped when every tag exists with the label of the same build
 # (a hash of this script, the groups and their packages), and its root file
 # system is cached as a tarball in $CODERUNNER_IMAGE_CACHE, so a new engine
@@ -29,7 +38,8 @@
 # backend at the images with scripts/docker-images.yaml.
 #
 # Environment: CODERUNNER_IMAGE_PREFIX (coderunner), CODERUNNER_IMAGE_CACHE
-# (/var/cache/coderunner-images), DEBIAN_SUITE (bookworm), DEBIAN_MIRROR
+# (/var/cache/coderunner-images), CODERUNNER_IMAGES_RECORD
+# (/etc/coderunner/docker-images.yaml), DEBIAN_SUITE (bookworm), DEBIAN_MIRROR
 # (the host's apt mirror, else http://deb.debian.org/debian). Needs root,
 # debootstrap and a running Docker engine.
 set -euo pipefail
@@ -45,9 +55,53 @@ packages() {
 	java) echo "default-jdk-headless" ;;
 	javascript) echo "nodejs" ;;
 	go) echo "golang-go" ;;
-	rust) echo "rustc gcc libc6-dev" ;;
+	# rustc-web is bookworm's current Rust (1.85), where rustc is 1.63:
+	# programs written for today's Rust (std::hint::black_box, let-else)
+	# would not compile with the older one.
+	rust) echo "rustc-web gcc libc6-dev" ;;
 	*) return 1 ;;
 	esac
+}
+
+# languages lists the language ids of lang/recipes.yaml a group's image runs.
+languages() {
+	case "$1" in
+	core) echo "python python3 c cpp bash" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+record="${CODERUNNER_IMAGES_RECORD:-/etc/coderunner/docker-images.yaml}"
+marker="# Written by coderunner's scripts/build-images.sh"
+
+# record_images writes the image map of every group whose image the engine
+# holds to $record, atomically, unless a file there is not this script's.
+record_images() {
+	local g tag id tmp dir
+	if [ -e "$record" ] && [ "$(head -n 1 "$record")" != "$marker" ]; then
+		echo "build-images: $record was not written by this script: left alone" >&2
+		return
+	fi
+	dir="$(dirname "$record")"
+	mkdir -p "$dir"
+	tmp="$(mktemp "$dir/.docker-images.XXXXXX")"
+	{
+		echo "$marker"
+		echo "# (rewritten on each run): the local images the docker backend uses when"
+		echo "# the configuration names none for a language. Edit your own"
+		echo "# configuration (it wins over this file), not this file."
+		echo "languages:"
+		for g in "${all[@]}"; do
+			tag="$prefix/$g:$suite"
+			docker image inspect "$tag" >/dev/null 2>&1 || continue
+			for id in $(languages "$g"); do
+				echo "  $id: {image: \"$tag\"}"
+			done
+		done
+	} >"$tmp"
+	chmod 0644 "$tmp"
+	mv -f "$tmp" "$record"
+	echo "build-images: recorded the images in $record"
 }
 
 mirror() {
@@ -148,3 +202,4 @@ for g in "${all[@]}"; do
 	fi
 done
 build "${wanted[@]}"
+record_images

@@ -37,6 +37,9 @@ type App struct {
 	LookupEnv func(string) (string, bool)
 	// Registry holds the backends; nil means backend.Default.
 	Registry *backend.Registry
+	// ConfigDir is the system-wide configuration directory; empty means
+	// config.SystemDir (/etc/coderunner).
+	ConfigDir string
 	// Version and Commit are set at build time with -ldflags -X.
 	Version, Commit string
 }
@@ -126,6 +129,11 @@ func (a *App) usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  %-9s %s\n", "help", "show the flags of a command: coderunner help run")
 	fmt.Fprintf(w, "\nRun 'coderunner COMMAND -h' for the flags of a command.\n")
+	fmt.Fprintf(w, "\nConfiguration: the first that is given or exists of --config FILE, $%s,\n"+
+		"$XDG_CONFIG_HOME/coderunner/config.yaml (~/.config when unset) and %s/config.yaml;\n"+
+		"beneath it, the docker images scripts/build-images.sh recorded in %s/%s;\n"+
+		"CODERUNNER_* variables override both. 'coderunner doctor' says which file it loaded.\n",
+		config.EnvConfig, config.SystemDir, config.SystemDir, config.ImagesFile)
 }
 
 // fail prints a one-line error for cmd and returns ExitUsage.
@@ -144,6 +152,8 @@ type common struct {
 	config   string
 	logLevel string
 	json     bool
+	// source is where setup found the configuration.
+	source config.Source
 	// usage prints the command's help. The FlagSet's own Usage is a no-op
 	// because flag calls it on every parse error, and an error must stay
 	// one line.
@@ -160,7 +170,7 @@ func (a *App) flagSet(name, args, about string, withBackend bool) (*flag.FlagSet
 		fs.StringVar(&c.backend, "backend", backend.Auto,
 			"sandbox backend `NAME`: auto, native, bwrap or docker; auto takes the first that works here, in that order (the configuration's backend.name may change the default)")
 	}
-	fs.StringVar(&c.config, "config", "", "YAML configuration `FILE`; CODERUNNER_* environment variables override it")
+	fs.StringVar(&c.config, "config", "", "YAML configuration `FILE` (default: $"+config.EnvConfig+", else $XDG_CONFIG_HOME/coderunner/config.yaml (~/.config when unset), else "+config.SystemDir+"/config.yaml: the first that exists; the images scripts/build-images.sh recorded in "+config.SystemDir+"/"+config.ImagesFile+" lie beneath it); CODERUNNER_* environment variables override it")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "log `LEVEL`: debug, info, warn or error (JSON lines on stderr)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object instead of text")
 	fs.Usage = func() {}
@@ -217,13 +227,22 @@ func (a *App) setup(fs *flag.FlagSet, c *common) (*config.Config, *slog.Logger, 
 		return nil, nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", c.logLevel)
 	}
 	log := slog.New(slog.NewJSONHandler(a.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := config.Load(c.config, a.LookupEnv)
+	dir := a.ConfigDir
+	if dir == "" {
+		dir = config.SystemDir
+	}
+	src, err := config.Find(c.config, a.LookupEnv, dir)
 	if err != nil {
-		if c.config != "" {
-			return nil, nil, fmt.Errorf("--config: %w", err)
+		return nil, nil, err
+	}
+	cfg, err := config.LoadSource(src, a.LookupEnv)
+	if err != nil {
+		if src.Via == "--config" || src.Via == config.EnvConfig {
+			return nil, nil, fmt.Errorf("%s: %w", src.Via, err)
 		}
 		return nil, nil, err
 	}
+	c.source = src
 	if fs.Lookup("backend") != nil && !isSet(fs, "backend") {
 		c.backend = cfg.Backend.Name
 	}

@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 
 	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -21,14 +24,17 @@ type backendInfo struct {
 // doctorReport is doctor's JSON.
 type doctorReport struct {
 	// Auto is the backend that --backend auto would take, or empty.
-	Auto      string        `json:"auto"`
+	Auto string `json:"auto"`
+	// Config is where the configuration came from.
+	Config    config.Source `json:"config"`
 	Backends  []backendInfo `json:"backends"`
 	Languages []langInfo    `json:"languages"`
 }
 
-const doctorAbout = `Show what works on this machine: every sandbox backend's probe (namespaces,
-cgroup version and controllers, seccomp, ...), which one --backend auto takes,
-and each language's toolchain and version. Exits 1 when no backend works here.`
+const doctorAbout = `Show what works on this machine: the configuration file loaded (and how it was
+found), every sandbox backend's probe (namespaces, cgroup version and
+controllers, seccomp, ...), which one --backend auto takes, and each
+language's toolchain and version. Exits 1 when no backend works here.`
 
 func (a *App) doctorCmd(ctx context.Context, args []string) int {
 	fs, c := a.flagSet("doctor", "", doctorAbout, false)
@@ -48,7 +54,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 		return a.fail("doctor", "--config: %v", err)
 	}
 
-	rep := doctorReport{Backends: probeAll(ctx, a.Registry, backendOptions(cfg, log))}
+	rep := doctorReport{Config: c.source, Backends: probeAll(ctx, a.Registry, backendOptions(cfg, log))}
 	for _, name := range backend.Preference {
 		i := slices.IndexFunc(rep.Backends, func(b backendInfo) bool { return b.Name == name })
 		if i >= 0 && rep.Backends[i].Available {
@@ -69,6 +75,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 		return status
 	}
 	w := a.Stdout
+	writeSource(w, rep.Config)
 	fmt.Fprintln(w, "Backends:")
 	for _, b := range rep.Backends {
 		if b.Available {
@@ -95,6 +102,19 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 	fmt.Fprintln(w, "\nLanguages:")
 	writeLangs(a, rep.Languages)
 	return status
+}
+
+// writeSource says which configuration file was loaded, and how it was
+// found.
+func writeSource(w io.Writer, src config.Source) {
+	if src.File != "" {
+		fmt.Fprintf(w, "Configuration: %s (from %s)\n", src.File, src.Via)
+	} else {
+		fmt.Fprintf(w, "Configuration: built-in defaults (none of %s exists)\n", strings.Join(src.Searched, ", "))
+	}
+	if src.Images != "" {
+		fmt.Fprintf(w, "Docker images recorded by scripts/build-images.sh: %s\n", src.Images)
+	}
 }
 
 // probeAll probes the registered backends, and lists those of

@@ -153,6 +153,9 @@ func newApp(t *testing.T, stdin string) *testApp {
 		Stderr:    ta.stderr,
 		LookupEnv: stateEnv(stateDir(t)),
 		Registry:  r,
+		// Not the machine's /etc/coderunner: its configuration and
+		// recorded images are not the tests'.
+		ConfigDir: t.TempDir(),
 		Version:   "1.2.3",
 		Commit:    "abc123",
 	}

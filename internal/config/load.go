@@ -19,30 +19,49 @@ const maxFileSize = 1 << 20
 // (none when path is empty), then the environment as env reports it
 // (os.LookupEnv when nil). The result is validated.
 func Load(path string, env func(string) (string, bool)) (*Config, error) {
+	return load(path, env, nil)
+}
+
+// load is Load with a recorded docker image map (see withImages) applied
+// beneath the file.
+func load(path string, env func(string) (string, bool), images map[string]string) (*Config, error) {
 	var data []byte
 	if path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("unable to read config: %w", err)
-		}
-		defer f.Close()
-		data, err = io.ReadAll(io.LimitReader(f, maxFileSize+1))
-		if err != nil {
-			return nil, fmt.Errorf("unable to read config %s: %w", path, err)
-		}
-		if len(data) > maxFileSize {
-			return nil, fmt.Errorf("config %s: larger than %d bytes", path, maxFileSize)
+		var err error
+		if data, err = readBounded(path); err != nil {
+			return nil, err
 		}
 	}
-	c, err := Parse(data, env)
+	c, err := parse(data, env, images)
 	if err != nil && path != "" {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, err
 }
 
+// readBounded reads a configuration file of at most maxFileSize bytes.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("unable to read config %s: %w", path, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("config %s: larger than %d bytes", path, maxFileSize)
+	}
+	return data, nil
+}
+
 // Parse is Load for a file's content already in memory.
 func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
+	return parse(data, env, nil)
+}
+
+func parse(data []byte, env func(string) (string, bool), images map[string]string) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv
 	}
@@ -50,6 +69,7 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	if err := decode(data, c); err != nil {
 		return nil, err
 	}
+	withImages(c, images)
 	if err := applyEnv(c, env); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ type plan struct {
 	// link reports whether a mount source is a symbolic link and where it
 	// points; such a mount is recreated as the same link.
 	link func(source string) (target string, ok bool, err error)
+	// staged maps a mount source that bwrap's uid cannot reach to where
+	// the backend bound it for bwrap (see run.stage).
+	staged map[string]string
 }
 
 // args returns bwrap's arguments, without the program name.
@@ -71,7 +74,11 @@ func (p *plan) args() ([]string, error) {
 		if m.Writable {
 			op = "--bind"
 		}
-		a = append(a, op, m.Source, target)
+		source := m.Source
+		if st, ok := p.staged[source]; ok {
+			source = st
+		}
+		a = append(a, op, source, target)
 	}
 	// /proc/1 is bwrap's init, which runs as the program's uid: hide it,
 	// or the program could read its root, environment and descriptors.

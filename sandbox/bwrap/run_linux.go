@@ -11,9 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -89,12 +92,20 @@ func (r *run) close() {
 	for _, f := range append(r.child, r.own...) {
 		_ = f.Close()
 	}
+	mounted := false
 	for _, m := range r.mounts {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
-			r.b.log.Warn("unable to unmount run tmpfs", "run", r.id, "path", m, "error", err)
+			r.b.log.Warn("unable to unmount a run mount", "run", r.id, "path", m, "error", err)
+			mounted = true
 		}
 	}
-	if r.dir != "" {
+	switch {
+	case r.dir == "":
+	case mounted:
+		// A staged source still mounted there is a host directory (a
+		// toolchain): removing the run's directory would empty it.
+		r.b.log.Warn("run directory left in place: a mount in it is still there", "run", r.id, "path", r.dir)
+	default:
 		if err := os.RemoveAll(r.dir); err != nil {
 			r.b.log.Warn("unable to remove run directory", "run", r.id, "error", err)
 		}
@@ -248,24 +259,20 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	child, err := r.awaitChild(ctx, infoR)
 	if err != nil {
 		if errors.Is(err, errNoInfo) {
-			<-r.waited
-			select {
-			case <-stderr.Done():
-			case <-time.After(drainTimeout):
-			}
-			msg, _ := stderr.Result()
-			return nil, fmt.Errorf("%w: %w: %s", sandbox.ErrSetup, err, strings.TrimSpace(string(msg)))
+			return nil, r.bwrapFailed(err, stderr)
 		}
 		return nil, err
 	}
 	r.childPID = child
 	if err := r.confine(child); err != nil {
-		return nil, err
+		// Most likely bwrap's child could not build the sandbox (a mount
+		// failed) and is gone, and bwrap with it: say why.
+		return nil, r.bwrapFailed(err, stderr)
 	}
 	// Let bwrap go: its child execs the program only now, inside the
 	// cgroup and under its rlimits.
 	if _, err := blockW.Write([]byte{'g'}); err != nil {
-		return nil, fmt.Errorf("%w: unable to start the sandbox: %w", sandbox.ErrSetup, err)
+		return nil, r.bwrapFailed(fmt.Errorf("%w: unable to start the sandbox: %w", sandbox.ErrSetup, err), stderr)
 	}
 	_ = blockW.Close()
 	start := time.Now()
@@ -388,6 +395,9 @@ func (r *run) prepare(p *plan) error {
 		r.mounts = append(r.mounts, m)
 		return m, nil
 	}
+	if err := r.stage(p); err != nil {
+		return err
+	}
 	if p.tmp, err = mk("tmp", lim.TmpSize, "1777"); err != nil {
 		return err
 	}
@@ -403,6 +413,109 @@ func (r *run) prepare(p *plan) error {
 		}
 	}
 	return nil
+}
+
+// bwrapFailed is err, the failure of a run whose program has not started,
+// with the reason bwrap gave when it exited. Until the block pipe lets the
+// program go, whatever comes on the sandbox's stderr is bwrap's own
+// ("bwrap: Can't find source path ..."). A bwrap still running after
+// drainTimeout did not fail by itself: err alone, and close kills it.
+func (r *run) bwrapFailed(err error, stderr *watch.Capture) error {
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+	select {
+	case <-r.waited:
+	case <-timer.C:
+		return err
+	}
+	select {
+	case <-stderr.Done():
+	case <-timer.C:
+	}
+	msg, _ := stderr.Result()
+	said := strings.TrimSpace(string(msg))
+	if said == "" {
+		said = "no message"
+	}
+	r.b.log.Debug("bwrap exited before the program started", "run", r.id, "error", err)
+	return fmt.Errorf("%w: bwrap exited before the program started (%s): %s", sandbox.ErrSetup, r.cmd.ProcessState, said)
+}
+
+// stage makes the mount sources that bwrap's uid cannot reach reachable
+// to it: a rustup toolchain under root's 0700 home, whose bind would make
+// bwrap's child fail and exit before the program starts. Each such source
+// is bound (as root) at a mount point under the run's directory, in a
+// directory only bwrap's group may search, and bwrap binds it from there:
+// the sandbox sees the same files, and no other host user gains a way in.
+// Only sources bwrap's uid actually cannot reach are staged (faccessat as
+// that uid), so most runs mount nothing more.
+func (r *run) stage(p *plan) error {
+	b, s := r.b, r.spec
+	if b.hostUID < 0 || len(s.Mounts) == 0 {
+		return nil
+	}
+	sources := make([]string, 0, len(s.Mounts))
+	for _, m := range s.Mounts {
+		// A link is recreated as a link, never bound.
+		if _, link, err := hostLink(m.Source); err == nil && !link && !slices.Contains(sources, m.Source) {
+			sources = append(sources, m.Source)
+		}
+	}
+	blocked, err := unreachable(b.hostUID, sources)
+	if err != nil || len(blocked) == 0 {
+		return err
+	}
+	dir := filepath.Join(r.dir, "src")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	if err := os.Chown(dir, 0, b.hostUID); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	if err := os.Chmod(dir, 0o710); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	p.staged = make(map[string]string, len(blocked))
+	for i, src := range blocked {
+		fi, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("%w: mount source: %w", sandbox.ErrSetup, err)
+		}
+		point := filepath.Join(dir, strconv.Itoa(i))
+		if fi.IsDir() {
+			err = os.Mkdir(point, 0o700)
+		} else {
+			var f *os.File
+			if f, err = os.OpenFile(point, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+				err = f.Close()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		if err := unix.Mount(src, point, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("%w: unable to bind %s for bwrap: %w", sandbox.ErrSetup, src, err)
+		}
+		r.mounts = append(r.mounts, point)
+		p.staged[src] = point
+	}
+	return nil
+}
+
+// unreachable returns the paths uid (with gid uid and no other group, as
+// bwrap runs) cannot reach: a directory on the way it may not search.
+func unreachable(uid int, paths []string) ([]string, error) {
+	var blocked []string
+	err := asUser(uid, func() error {
+		for _, p := range paths {
+			// F_OK checks the lookup only, with the thread's real ids.
+			if err := unix.Faccessat(unix.AT_FDCWD, p, unix.F_OK, 0); errors.Is(err, unix.EACCES) {
+				blocked = append(blocked, p)
+			}
+		}
+		return nil
+	})
+	return blocked, err
 }
 
 // awaitChild reads bwrap's --info-fd report and returns the host pid of
@@ -517,10 +630,11 @@ func (r *run) confine(child int) error {
 }
 
 // asUser runs f on a locked OS thread whose real and effective uid and gid
-// are uid, then restores the thread's ids. prlimit(2) on another user's
-// process needs CAP_SYS_RESOURCE, which root does not always have (some
-// container runtimes drop it); with matching ids it needs nothing, and
-// lowering limits never does. A negative uid runs f as we are.
+// are uid, with no supplementary group (bwrap's credentials), then
+// restores the thread's ids. prlimit(2) on another user's process needs
+// CAP_SYS_RESOURCE, which root does not always have (some container
+// runtimes drop it); with matching ids it needs nothing, and lowering
+// limits never does. A negative uid runs f as we are.
 func asUser(uid int, f func() error) error {
 	if uid < 0 {
 		return f()
@@ -528,24 +642,36 @@ func asUser(uid int, f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		groups, err := unix.Getgroups()
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("%w: getgroups: %w", sandbox.ErrSetup, err)
+			return
+		}
 		// Raw syscalls change this thread only (syscall.Setresuid would
 		// change every thread of the process). The saved ids stay 0, so
 		// that the thread can become root again.
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
 			runtime.UnlockOSThread()
+			done <- fmt.Errorf("%w: setgroups: %w", sandbox.ErrSetup, e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
+			if restoreIDs(groups) {
+				runtime.UnlockOSThread()
+			}
 			done <- fmt.Errorf("%w: setresgid: %w", sandbox.ErrSetup, e)
 			return
 		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
-			restored := restoreIDs()
-			if restored {
+			if restoreIDs(groups) {
 				runtime.UnlockOSThread()
 			}
 			done <- fmt.Errorf("%w: setresuid: %w", sandbox.ErrSetup, e)
 			return
 		}
-		err := f()
-		if restoreIDs() {
+		err = f()
+		if restoreIDs(groups) {
 			runtime.UnlockOSThread()
 		}
 		// Otherwise the thread stays locked and exits with this
@@ -555,12 +681,24 @@ func asUser(uid int, f func() error) error {
 	return <-done
 }
 
-// restoreIDs makes the calling thread root again.
-func restoreIDs() bool {
+// restoreIDs makes the calling thread root again, with its supplementary
+// groups.
+func restoreIDs(groups []int) bool {
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, 0, 0, ^uintptr(0)); e != 0 {
 		return false
 	}
-	_, _, e := unix.RawSyscall(unix.SYS_SETRESGID, 0, 0, ^uintptr(0))
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, 0, 0, ^uintptr(0)); e != 0 {
+		return false
+	}
+	gids := make([]uint32, len(groups))
+	for i, g := range groups {
+		gids[i] = uint32(g) //nolint:gosec // gids are 32-bit in the kernel
+	}
+	if len(gids) == 0 {
+		_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0)
+		return e == 0
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(unsafe.Pointer(&gids[0])), 0) //nolint:gosec // the raw call (this thread only) takes the array
 	return e == 0
 }
 

@@ -92,7 +92,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 			"memory": judge.TestMemoryExceeded, "hidden": judge.TestPassed,
 		}
 		if len(res.TestResults) != len(tests) {
-			t.Fatalf("status %s, %d results for %d tests: %s", res.Status, len(res.TestResults), len(tests), describe(res))
+			t.Fatalf("status %s, %d results for %d tests: %s", res.Status, len(res.TestResults), len(tests), Describe(res))
 		}
 		for _, tr := range res.TestResults {
 			w, ok := want[tr.TestID]
@@ -100,7 +100,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 				w = judge.TestPassed
 			}
 			if tr.Status != w {
-				t.Errorf("test %s: %s, want %s (%s)", tr.TestID, tr.Status, w, describe(res))
+				t.Errorf("test %s: %s, want %s (%s)", tr.TestID, tr.Status, w, Describe(res))
 			}
 			if tr.Status == judge.TestPassed && tr.MemoryUsedKB <= 0 {
 				t.Errorf("test %s: memory not measured", tr.TestID)
@@ -120,7 +120,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 			RequestID: "c", Code: cSum, Language: "c", TestCases: tests, MemoryLimitMB: 16,
 		})
 		if res.Status != judge.StatusAllPassed {
-			t.Fatalf("status %s: %s", res.Status, describe(res))
+			t.Fatalf("status %s: %s", res.Status, Describe(res))
 		}
 	})
 
@@ -130,26 +130,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 			TestCases: []judge.TestCase{{Input: "", ExpectedOutput: ""}},
 		})
 		if res.Status != judge.StatusCompilationError || res.CompilationOutput == nil || !strings.Contains(*res.CompilationOutput, "undefined_name") {
-			t.Fatalf("status %s: %s", res.Status, describe(res))
+			t.Fatalf("status %s: %s", res.Status, Describe(res))
 		}
 	})
-}
-
-func describe(res judge.ExecutionResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", res.Status, res.Summary)
-	if res.ErrorInfo != nil {
-		fmt.Fprintf(&b, " error %s: %s", res.ErrorInfo.Code, res.ErrorInfo.Message)
-		if res.ErrorInfo.Details != nil {
-			fmt.Fprintf(&b, " (%.300s)", *res.ErrorInfo.Details)
-		}
-	}
-	for _, tr := range res.TestResults {
-		msg := ""
-		if tr.ErrorMessage != nil {
-			msg = *tr.ErrorMessage
-		}
-		fmt.Fprintf(&b, "\n  %s %s %dms %dKB %q %.200s", tr.TestID, tr.Status, tr.ExecutionTimeMS, tr.MemoryUsedKB, tr.ActualOutput, msg)
-	}
-	return b.String()
 }
