@@ -281,7 +281,7 @@ func TestOneOf(t *testing.T) {
 		}
 		vm := loadVM(t, prog)
 		for nr := range uint32(12) {
-			want := uint32(retEPERM)
+			want := retEPERM
 			if slices.Contains(values, nr) {
 				want = retAllow
 			}
