@@ -17,10 +17,12 @@ const (
 	lblAllow
 	lblEPERM
 	lblENOSYS
+	lblEAFNOSUPPORT
 	lblKill
 	lblClone
 	lblIoctl
 	lblPersonality
+	lblSocket
 	firstFreeLabel // first label newLabel may return
 )
 
@@ -55,6 +57,19 @@ func (p *asm) jge(k uint32, jt, jf label) { p.emit(unix.BPF_JMP|unix.BPF_JGE|uni
 
 func (p *asm) jset(k uint32, jt, jf label) {
 	p.emit(unix.BPF_JMP|unix.BPF_JSET|unix.BPF_K, k, jt, jf)
+}
+
+// oneOf jumps to in if the accumulator equals one of values, else to out:
+// one comparison per value, the last of which jumps to out itself.
+func (p *asm) oneOf(values []uint32, in, out label) {
+	if len(values) == 0 {
+		p.jump(out)
+		return
+	}
+	for _, v := range values[:len(values)-1] {
+		p.jeq(v, in, next)
+	}
+	p.jeq(values[len(values)-1], in, out)
 }
 
 func (p *asm) jump(to label) {

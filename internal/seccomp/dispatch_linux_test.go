@@ -39,6 +39,8 @@ func argSets(goarch string) [][6]uint64 {
 		{0x8, uint64(a.tioclinux)},
 		{0x0400000, 0x5401}, // READ_IMPLIES_EXEC; TCGETS
 		{uint64(unix.SIGCHLD), 0, 1, 2, 3, 4},
+		{unix.AF_UNIX}, {unix.AF_INET}, {unix.AF_INET6}, {unix.AF_VSOCK, unix.AF_UNIX}, {unix.AF_NETLINK},
+		{1<<32 | unix.AF_INET6}, {1<<32 | unix.AF_PACKET},
 	}
 }
 
@@ -119,10 +121,10 @@ func constVerdict(prog []unix.SockFilter, arch, nr uint32) (action uint32, steps
 
 // TestDispatchIsConstantAndShort checks the two properties the dispatch
 // tree exists for. Every number but those with argument checks (clone,
-// ioctl, personality) must reach its verdict without loading an argument,
+// ioctl, personality, socket, socketpair) must reach its verdict without loading an argument,
 // so the kernel can cache "always allowed" for it; and it must get there in
 // at most maxDispatchPath instructions, so attaching and running the filter
-// stay cheap. The three with argument checks must load their arguments.
+// stay cheap. The calls with argument checks must load their arguments.
 func TestDispatchIsConstantAndShort(t *testing.T) {
 	for _, goarch := range goarchs {
 		t.Run(goarch, func(t *testing.T) {
@@ -131,7 +133,7 @@ func TestDispatchIsConstantAndShort(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := archs[goarch]
-			argChecked := []uint32{a.nr["clone"], a.nr["ioctl"], a.nr["personality"]}
+			argChecked := []uint32{a.nr["clone"], a.nr["ioctl"], a.nr["personality"], a.nr["socket"], a.nr["socketpair"]}
 			longest, longestNr, total, counted := 0, uint32(0), 0, 0
 			for _, nr := range numbersToCheck() {
 				action, steps, constant := constVerdict(prog, a.auditArch, nr)

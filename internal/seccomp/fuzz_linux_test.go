@@ -25,6 +25,10 @@ func FuzzFilter(f *testing.F) {
 		{0x40000000, auditArchX86_64, 0, 0, 0, true},
 		{0xffffffff, 0, ^uint64(0), ^uint64(0), ^uint64(0), false},
 		{435, 0x40000003, 0, 0, 0, false},
+		{41, auditArchX86_64, 40, 1, 0, true},
+		{53, auditArchX86_64, 1<<32 | 10, 1, 0, true},
+		{198, auditArchAARCH64, 16, 3, 0, true},
+		{199, auditArchAARCH64, 1, 1, 0, true},
 	} {
 		f.Add(s.nr, s.arch, s.a0, s.a1, s.a2, uint64(0), s.useNative, uint8(0))
 		f.Add(s.nr, s.arch, s.a0, s.a1, s.a2, uint64(0), s.useNative, uint8(1))
@@ -46,7 +50,7 @@ func FuzzFilter(f *testing.F) {
 			t.Fatalf("%s: VM error for %+v: %v", goarch, d, err)
 		}
 		switch uint32(got) {
-		case retAllow, retEPERM, retENOSYS, retKillProcess:
+		case retAllow, retEPERM, retENOSYS, retEAFNOSUPPORT, retKillProcess:
 		default:
 			t.Fatalf("%s: unexpected action %#x for %+v", goarch, got, d)
 		}

@@ -165,6 +165,33 @@ func probe() map[string]int {
 			_, err := unix.IoctlGetTermios(devnull, unix.TCGETS)
 			return err
 		}},
+		{"socket(AF_UNIX)", func() error { return socketProbe(unix.AF_UNIX, unix.SOCK_STREAM, 0) }},
+		{"socket(AF_INET)", func() error { return socketProbe(unix.AF_INET, unix.SOCK_DGRAM, 0) }},
+		{"socket(AF_INET6)", func() error { return socketProbe(unix.AF_INET6, unix.SOCK_STREAM, 0) }},
+		{"socketpair(AF_UNIX)", func() error {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fds[0])
+				unix.Close(fds[1])
+			}
+			return err
+		}},
+		// Both work for anyone on this kernel without the filter.
+		{"socket(AF_NETLINK)", func() error { return socketProbe(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE) }},
+		{"socket(AF_VSOCK)", func() error { return socketProbe(unix.AF_VSOCK, unix.SOCK_STREAM, 0) }},
+		{"socket(1<<32|AF_NETLINK)", func() error {
+			return rawErr(unix.Syscall(unix.SYS_SOCKET, 1<<32|unix.AF_NETLINK, unix.SOCK_RAW, 0))
+		}},
+		{"socketpair(AF_NETLINK)", func() error {
+			_, err := unix.Socketpair(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+			return err
+		}},
+		// A harmless context if it were let through; the process exits soon.
+		{"io_setup", func() error {
+			var ctx uint64
+			return rawErr(unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0))
+		}},
+		{"set_mempolicy(MPOL_DEFAULT)", func() error { return rawErr(unix.Syscall(unix.SYS_SET_MEMPOLICY, 0, 0, 0)) }},
 		{"personality(query)", func() error {
 			return rawErr(unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0))
 		}},
@@ -181,6 +208,17 @@ func probe() map[string]int {
 		got[p.name] = errnoOf(p.call())
 	}
 	return got
+}
+
+// socketProbe creates a socket with the raw system call, closing it if it
+// was created.
+func socketProbe(family, typ, proto int) error {
+	fd, _, errno := unix.Syscall(unix.SYS_SOCKET, uintptr(family), uintptr(typ|unix.SOCK_CLOEXEC), uintptr(proto))
+	if errno != 0 {
+		return errno
+	}
+	unix.Close(int(fd))
+	return nil
 }
 
 func slicesWithout(env []string, prefix string) []string {
@@ -256,6 +294,16 @@ func TestKernelEnforcesPolicy(t *testing.T) {
 		"bpf":                            unix.EPERM,
 		"ioctl(TIOCSTI)":                 unix.EPERM,
 		"ioctl(TCGETS)":                  unix.ENOTTY, // reached the kernel: /dev/null is no terminal
+		"socket(AF_UNIX)":                0,
+		"socket(AF_INET)":                0,
+		"socket(AF_INET6)":               0,
+		"socketpair(AF_UNIX)":            0,
+		"socket(AF_NETLINK)":             unix.EAFNOSUPPORT,
+		"socket(AF_VSOCK)":               unix.EAFNOSUPPORT,
+		"socket(1<<32|AF_NETLINK)":       unix.EAFNOSUPPORT,
+		"socketpair(AF_NETLINK)":         unix.EAFNOSUPPORT,
+		"io_setup":                       unix.EPERM,
+		"set_mempolicy(MPOL_DEFAULT)":    unix.EPERM,
 		"personality(query)":             0,
 		"personality(READ_IMPLIES_EXEC)": unix.EPERM,
 		"ptrace(PTRACE_TRACEME)":         unix.EPERM,

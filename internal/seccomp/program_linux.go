@@ -22,13 +22,15 @@ func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
 // bpfMaxInsns is BPF_MAXINSNS, the kernel's limit on a classic BPF program.
 const bpfMaxInsns = 4096
 
-// Actions the filter returns. EPERM and ENOSYS have the same numbers on
-// every supported architecture (the generic errno table).
+// Actions the filter returns. EPERM, ENOSYS and EAFNOSUPPORT have the same
+// numbers on every supported architecture (amd64 and arm64 share the
+// generic errno table).
 const (
-	retAllow       = unix.SECCOMP_RET_ALLOW
-	retKillProcess = unix.SECCOMP_RET_KILL_PROCESS
-	retEPERM       = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)&unix.SECCOMP_RET_DATA
-	retENOSYS      = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)&unix.SECCOMP_RET_DATA
+	retAllow        = unix.SECCOMP_RET_ALLOW
+	retKillProcess  = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM        = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)&unix.SECCOMP_RET_DATA
+	retENOSYS       = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)&unix.SECCOMP_RET_DATA
+	retEAFNOSUPPORT = unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)&unix.SECCOMP_RET_DATA
 )
 
 // cloneNamespaceFlags are the clone(2) flags that create namespaces. The
@@ -100,6 +102,8 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 		{"clone3", lblENOSYS},
 		{"ioctl", lblIoctl},
 		{"personality", lblPersonality},
+		{"socket", lblSocket},
+		{"socketpair", lblSocket},
 	} {
 		if err := add(special.name, special.to); err != nil {
 			return nil, err
@@ -138,10 +142,15 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 	// personality takes an unsigned int, so again only the low word counts.
 	p.mark(lblPersonality)
 	p.load(argLow(0))
-	for _, v := range allowedPersonalities {
-		p.jeq(v, lblAllow, next)
-	}
-	p.jump(lblEPERM)
+	p.oneOf(allowedPersonalities, lblAllow, lblEPERM)
+
+	// socket and socketpair: only the allowed address families. The family
+	// is an int in the kernel, so only the low word counts (upper bits do
+	// not turn a refused family into an allowed one, nor the reverse), and
+	// it is args[0] of both calls on both architectures.
+	p.mark(lblSocket)
+	p.load(argLow(0))
+	p.oneOf(allowedSocketFamilies, lblAllow, lblEAFNOSUPPORT)
 
 	p.mark(lblAllow)
 	p.ret(retAllow)
@@ -149,6 +158,8 @@ func ProgramFor(goarch string) ([]unix.SockFilter, error) {
 	p.ret(retEPERM)
 	p.mark(lblENOSYS)
 	p.ret(retENOSYS)
+	p.mark(lblEAFNOSUPPORT)
+	p.ret(retEAFNOSUPPORT)
 	p.mark(lblKill)
 	p.ret(retKillProcess)
 

@@ -65,7 +65,7 @@ func TestProgramShape(t *testing.T) {
 					t.Errorf("%s: instruction %d loads offset %d", goarch, i, f.K)
 				}
 			case unix.BPF_RET | unix.BPF_K:
-				if !slices.Contains([]uint32{retAllow, retEPERM, retENOSYS, retKillProcess}, f.K) {
+				if !slices.Contains([]uint32{retAllow, retEPERM, retENOSYS, retEAFNOSUPPORT, retKillProcess}, f.K) {
 					t.Errorf("%s: instruction %d returns %#x", goarch, i, f.K)
 				}
 			case unix.BPF_JMP | unix.BPF_JA, unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K,
@@ -122,10 +122,14 @@ func TestDeniedSyscalls(t *testing.T) {
 		goarch      string
 		has, hasNot []string
 	}{
-		{"amd64", []string{"mount", "io_uring_setup", "unshare", "iopl", "ioperm", "_sysctl", "open_tree_attr"},
-			[]string{"clone", "clone3", "ioctl", "personality", "execve"}},
-		{"arm64", []string{"mount", "io_uring_setup", "unshare", "nfsservctl"},
-			[]string{"iopl", "ioperm", "uselib", "ustat", "sysfs", "_sysctl", "clone3"}},
+		{"amd64", []string{"mount", "io_uring_setup", "unshare", "iopl", "ioperm", "_sysctl", "open_tree_attr",
+			"modify_ldt", "mbind", "get_mempolicy", "set_mempolicy", "set_mempolicy_home_node", "migrate_pages",
+			"move_pages", "memfd_secret", "io_setup", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+			"io_destroy", "process_madvise", "process_mrelease"},
+			[]string{"clone", "clone3", "ioctl", "personality", "execve", "socket", "socketpair"}},
+		{"arm64", []string{"mount", "io_uring_setup", "unshare", "nfsservctl", "mbind", "memfd_secret", "io_setup",
+			"io_pgetevents", "set_mempolicy_home_node"},
+			[]string{"iopl", "ioperm", "uselib", "ustat", "sysfs", "_sysctl", "clone3", "modify_ldt", "socket"}},
 	}
 	for _, tt := range tests {
 		got := deniedSyscallsFor(tt.goarch)
@@ -253,6 +257,37 @@ func TestAssembleResolvesLabels(t *testing.T) {
 	for nr, want := range map[int32]uint32{7: retEPERM, 8: retAllow} {
 		if got := run(t, vm, seccompData{nr: nr}); got != want {
 			t.Errorf("nr %d: got %s, want %s", nr, actionName(got), actionName(want))
+		}
+	}
+}
+
+// TestOneOf checks the membership test the argument blocks use, for lists
+// of every length it may get, in the VM.
+func TestOneOf(t *testing.T) {
+	for _, values := range [][]uint32{nil, {7}, {1, 2, 10}} {
+		var p asm
+		p.load(offNr)
+		p.oneOf(values, lblAllow, lblEPERM)
+		p.mark(lblAllow)
+		p.ret(retAllow)
+		p.mark(lblEPERM)
+		p.ret(retEPERM)
+		prog, err := p.assemble()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 2 + max(len(values), 1) + 1; len(prog) != want {
+			t.Errorf("%v: %d instructions, want %d", values, len(prog), want)
+		}
+		vm := loadVM(t, prog)
+		for nr := range uint32(12) {
+			want := retEPERM
+			if slices.Contains(values, nr) {
+				want = retAllow
+			}
+			if got := run(t, vm, seccompData{nr: int32(nr)}); got != want {
+				t.Errorf("%v: nr %d: got %s, want %s", values, nr, actionName(got), actionName(want))
+			}
 		}
 	}
 }

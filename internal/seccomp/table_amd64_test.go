@@ -35,6 +35,16 @@ func TestAMD64TableMatchesUnix(t *testing.T) {
 		"sysfs": unix.SYS_SYSFS, "_sysctl": unix.SYS__SYSCTL, "nfsservctl": unix.SYS_NFSSERVCTL,
 		"lookup_dcookie": unix.SYS_LOOKUP_DCOOKIE, "open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT,
 		"name_to_handle_at": unix.SYS_NAME_TO_HANDLE_AT, "fanotify_init": unix.SYS_FANOTIFY_INIT,
+		"modify_ldt": unix.SYS_MODIFY_LDT,
+		"socketpair": unix.SYS_SOCKETPAIR,
+		"io_setup":   unix.SYS_IO_SETUP, "io_destroy": unix.SYS_IO_DESTROY, "io_submit": unix.SYS_IO_SUBMIT,
+		"io_cancel": unix.SYS_IO_CANCEL, "io_getevents": unix.SYS_IO_GETEVENTS,
+		"io_pgetevents": unix.SYS_IO_PGETEVENTS, "mbind": unix.SYS_MBIND,
+		"get_mempolicy": unix.SYS_GET_MEMPOLICY, "set_mempolicy": unix.SYS_SET_MEMPOLICY,
+		"set_mempolicy_home_node": unix.SYS_SET_MEMPOLICY_HOME_NODE,
+		"migrate_pages":           unix.SYS_MIGRATE_PAGES, "move_pages": unix.SYS_MOVE_PAGES,
+		"memfd_secret": unix.SYS_MEMFD_SECRET, "process_madvise": unix.SYS_PROCESS_MADVISE,
+		"process_mrelease": unix.SYS_PROCESS_MRELEASE,
 
 		// Ordinary calls used by the VM tests.
 		"read": unix.SYS_READ, "write": unix.SYS_WRITE, "open": unix.SYS_OPEN, "close": unix.SYS_CLOSE,

@@ -90,6 +90,8 @@ func actionName(a uint32) string {
 		return "ERRNO(EPERM)"
 	case retENOSYS:
 		return "ERRNO(ENOSYS)"
+	case retEAFNOSUPPORT:
+		return "ERRNO(EAFNOSUPPORT)"
 	case retKillProcess:
 		return "KILL_PROCESS"
 	}
@@ -125,6 +127,13 @@ func reference(goarch string, d seccompData) uint32 {
 			return retAllow
 		}
 		return retEPERM
+	case a.nr["socket"], a.nr["socketpair"]:
+		// The family is an int in the kernel.
+		switch uint32(d.args[0]) {
+		case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6:
+			return retAllow
+		}
+		return retEAFNOSUPPORT
 	}
 	for _, name := range denied {
 		if n, ok := a.nr[name]; ok && n == nr {

@@ -142,6 +142,49 @@ func policyCases(goarch string) []vmCase {
 		add(fmt.Sprintf("personality/%#x", v), call("personality", v), retEPERM)
 	}
 
+	// socket and socketpair: the allowed families with any type and
+	// protocol, and every other family, with types and protocols that
+	// would reach it.
+	for _, sc := range []string{"socket", "socketpair"} {
+		for _, fam := range []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6} {
+			add(fmt.Sprintf("%s/%d", sc, fam), call(sc, fam, unix.SOCK_STREAM, 0), retAllow)
+			add(fmt.Sprintf("%s/%d/raw", sc, fam), call(sc, fam, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 255, 0x7ffc0000), retAllow)
+			// The kernel reads the family as an int: high bits change nothing.
+			add(fmt.Sprintf("%s/%d|high", sc, fam), call(sc, fam|0xffffffff00000000, unix.SOCK_DGRAM), retAllow)
+		}
+		for fam := uint64(0); fam < 64; fam++ {
+			if fam == unix.AF_UNIX || fam == unix.AF_INET || fam == unix.AF_INET6 {
+				continue
+			}
+			add(fmt.Sprintf("%s/%d", sc, fam), call(sc, fam, unix.SOCK_RAW, 0), retEAFNOSUPPORT)
+		}
+		for _, c := range []struct {
+			name            string
+			fam, typ, proto uint64
+		}{
+			{"AF_VSOCK", unix.AF_VSOCK, unix.SOCK_STREAM, 0},
+			{"AF_NETLINK/ROUTE", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE},
+			{"AF_NETLINK/AUDIT", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_AUDIT},
+			{"AF_NETLINK/KOBJECT_UEVENT", unix.AF_NETLINK, unix.SOCK_DGRAM, unix.NETLINK_KOBJECT_UEVENT},
+			{"AF_PACKET", unix.AF_PACKET, unix.SOCK_RAW, 0x0300}, // htons(ETH_P_ALL)
+			{"AF_KEY", unix.AF_KEY, unix.SOCK_RAW, 2},            // PF_KEY_V2
+			{"AF_ALG", unix.AF_ALG, unix.SOCK_SEQPACKET, 0},
+			{"AF_BLUETOOTH", unix.AF_BLUETOOTH, unix.SOCK_RAW, 1}, // BTPROTO_HCI
+			{"AF_XDP", unix.AF_XDP, unix.SOCK_RAW, 0},
+			{"AF_UNSPEC", unix.AF_UNSPEC, unix.SOCK_STREAM, 0},
+			{"AF_MAX", unix.AF_MAX, unix.SOCK_STREAM, 0},
+			{"255", 255, unix.SOCK_STREAM, 0},
+			{"-1", ^uint64(0), unix.SOCK_STREAM, 0},
+			{"int-min|AF_INET", 0x80000000 | unix.AF_INET, unix.SOCK_STREAM, 0},
+			{"65536|AF_INET", 0x10000 | unix.AF_INET, unix.SOCK_STREAM, 0},
+			{"AF_VSOCK|high", 0x200000000 | unix.AF_VSOCK, unix.SOCK_STREAM, 0},
+			// An allowed family in another argument is not the family.
+			{"AF_VSOCK/type-AF_UNIX", unix.AF_VSOCK, unix.AF_UNIX, unix.AF_INET},
+		} {
+			add(sc+"/"+c.name, call(sc, c.fam, c.typ, c.proto), retEAFNOSUPPORT)
+		}
+	}
+
 	// Another ABI's numbers mean other calls: read under the 32-bit ABIs
 	// is 3, which is close(2) here.
 	for _, arch := range []struct {

@@ -10,7 +10,8 @@
 // user (Options.User). On top of it: a seccomp profile generated from the
 // native backend's policy (NewProfile; the native ABI only, so 32-bit and
 // x32 system calls kill the process, where Docker's default profile allows
-// them), tmpfs with size and inode caps for /workspace, /tmp and /dev/shm,
+// them; socket families other than AF_UNIX, AF_INET and AF_INET6 fail with
+// EAFNOSUPPORT), tmpfs with size and inode caps for /workspace, /tmp and /dev/shm,
 // /sys hidden, rlimits (core, fsize, nofile, stack), docker-init as PID 1,
 // and no logging. A host workspace (a compile step, a session) is bound
 // read-write at /workspace; other mounts of the spec that are not system or

@@ -76,6 +76,90 @@ func TestProfile(t *testing.T) {
 	}
 }
 
+// verdict evaluates the profile for one call the way the engine's runtime
+// does: a rule applies when the name matches and every argument condition
+// holds, rules are ORed, and the default applies when none does. Rules that
+// apply must agree, or the outcome would depend on the runtime.
+func verdict(t *testing.T, p *Profile, name string, args [6]uint64) (action string, errno uint) {
+	t.Helper()
+	action = p.DefaultAction
+	matched := false
+	for _, r := range p.Syscalls {
+		if !slices.Contains(r.Names, name) {
+			continue
+		}
+		holds := true
+		for _, a := range r.Args {
+			v := args[a.Index]
+			switch a.Op {
+			case "SCMP_CMP_EQ":
+				holds = holds && v == a.Value
+			case "SCMP_CMP_GT":
+				holds = holds && v > a.Value
+			case "SCMP_CMP_MASKED_EQ":
+				holds = holds && v&a.Value == a.ValueTwo
+			default:
+				t.Fatalf("rule %v: operator %s not modelled", r.Names, a.Op)
+			}
+		}
+		if !holds {
+			continue
+		}
+		var e uint
+		if r.ErrnoRet != nil {
+			e = *r.ErrnoRet
+		}
+		if matched && (r.Action != action || e != errno) {
+			t.Fatalf("%s%v: rules disagree: %s/%d and %s/%d", name, args, action, errno, r.Action, e)
+		}
+		matched, action, errno = true, r.Action, e
+	}
+	return action, errno
+}
+
+// TestProfileSocketFamilies checks that the profile admits exactly the
+// native policy's address families for socket and socketpair, whatever the
+// other arguments, and refuses every other with EAFNOSUPPORT.
+func TestProfileSocketFamilies(t *testing.T) {
+	p, err := NewProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := seccomp.SocketFamilies()
+	if !slices.Equal(allowed, []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}) {
+		t.Fatalf("policy allows families %v, want AF_UNIX, AF_INET, AF_INET6", allowed)
+	}
+	var families []uint64
+	for f := range uint64(300) {
+		families = append(families, f)
+	}
+	families = append(families, 0x7fffffff, 0x80000000, 0xffffffff, ^uint64(0),
+		1<<32|unix.AF_VSOCK, 1<<32|unix.AF_NETLINK, 0xffffffff00000000|unix.AF_ALG,
+		1<<32|unix.AF_UNIX, 1<<32|unix.AF_INET, 1<<63|unix.AF_INET6)
+	for _, name := range []string{"socket", "socketpair"} {
+		for _, fam := range families {
+			for _, rest := range [][5]uint64{{unix.SOCK_STREAM, 0}, {unix.SOCK_RAW, 255, 0x7ffc0000}, {^uint64(0), ^uint64(0)}} {
+				args := [6]uint64{fam, rest[0], rest[1], rest[2]}
+				action, errno := verdict(t, p, name, args)
+				// The native filter reads the low word; the profile
+				// admits only a clean value, and refuses at least all the
+				// native filter refuses.
+				want := "SCMP_ACT_ALLOW"
+				if !slices.Contains(allowed, uint32(fam)) || fam>>32 != 0 {
+					want = "SCMP_ACT_ERRNO"
+				}
+				if action != want || (want == "SCMP_ACT_ERRNO" && errno != uint(unix.EAFNOSUPPORT)) {
+					t.Errorf("%s(%#x, %#x): %s errno %d, want %s", name, fam, rest[:2], action, errno, want)
+				}
+			}
+		}
+	}
+	// Other calls are not touched by the family rules.
+	if action, _ := verdict(t, p, "connect", [6]uint64{3, 0, 16}); action != "SCMP_ACT_ALLOW" {
+		t.Errorf("connect: %s, want allowed", action)
+	}
+}
+
 func TestImageForSpec(t *testing.T) {
 	m := newImages(lang.Default(), "")
 	img := func(id string) string {

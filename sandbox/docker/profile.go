@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -67,6 +68,15 @@ var cloneNamespaceFlags = []uint64{
 //     UNAME26 (0x20000). The native filter also admits the 0xffffffff
 //     query, which a rule per argument cannot single out here: the profile
 //     is the stricter one.
+//   - socket and socketpair fail with EAFNOSUPPORT for any address family
+//     but seccomp.SocketFamilies (AF_UNIX, AF_INET, AF_INET6). The profile
+//     cannot say "none of these", so it refuses every value above the
+//     largest allowed family (SCMP_CMP_GT) and, one rule each, every value
+//     below it that is not allowed (SCMP_CMP_EQ). The engine compares all
+//     64 bits where the native filter reads the family's low 32 bits as
+//     the kernel does: an allowed family with high bits set, which no libc
+//     produces, is refused here; every family the native filter refuses is
+//     refused here too.
 //
 // Everything else is allowed, as in the native filter.
 func NewProfile() (*Profile, error) {
@@ -99,6 +109,7 @@ func NewProfile() (*Profile, error) {
 			Args: []ArgRule{{Index: 1, Value: 0xffffffff, ValueTwo: req, Op: "SCMP_CMP_MASKED_EQ"}},
 		})
 	}
+	p.Syscalls = append(p.Syscalls, socketFamilyRules()...)
 	// Any bit of the personality word but PER_LINUX32 and UNAME26.
 	const allowedBits = 0x8 | 0x20000
 	for bit := uint64(1); bit <= 1<<31; bit <<= 1 {
@@ -111,6 +122,35 @@ func NewProfile() (*Profile, error) {
 		})
 	}
 	return p, nil
+}
+
+// socketFamilyRules refuses socket and socketpair for every address family
+// seccomp.SocketFamilies does not list. Rules are ORed, so the refused
+// values are listed, not the allowed ones: each value from 0 to the largest
+// allowed family that is not allowed, and everything above it.
+func socketFamilyRules() []SyscallRule {
+	eafnosupport := uint(unix.EAFNOSUPPORT)
+	names := seccomp.SocketFamilyCalls()
+	allowed := seccomp.SocketFamilies()
+	if len(allowed) == 0 {
+		return []SyscallRule{{Names: names, Action: "SCMP_ACT_ERRNO", ErrnoRet: &eafnosupport}}
+	}
+	top := uint64(allowed[len(allowed)-1])
+	var rules []SyscallRule
+	for v := uint64(0); v < top; v++ {
+		if slices.Contains(allowed, uint32(v)) {
+			continue
+		}
+		rules = append(rules, SyscallRule{
+			Names: names, Action: "SCMP_ACT_ERRNO", ErrnoRet: &eafnosupport,
+			Args: []ArgRule{{Index: 0, Value: v, Op: "SCMP_CMP_EQ"}},
+		})
+	}
+	return append(rules, SyscallRule{
+		Names: names, Action: "SCMP_ACT_ERRNO", ErrnoRet: &eafnosupport,
+		Args:    []ArgRule{{Index: 0, Value: top, Op: "SCMP_CMP_GT"}},
+		Comment: "address families other than internal/seccomp's SocketFamilies",
+	})
 }
 
 // profileJSON is the profile of this machine's architecture, as the

@@ -93,6 +93,8 @@ func Run(t *testing.T, env Env) {
 		{"IOUring", s.testIOUring},
 		{"TIOCSTI", s.testTIOCSTI},
 		{"Syscall32Bit", s.testSyscall32},
+		{"SocketFamilies", s.testSocketFamilies},
+		{"DeniedCalls", s.testDeniedCalls},
 		{"NoKernelLog", s.testDmesg},
 		{"ReadOnlySystem", s.testReadOnly},
 		{"CPUAndMemoryMeasured", s.testMeasured},
