@@ -2,11 +2,16 @@ package execute
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/capws"
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -46,5 +51,45 @@ func TestGivenWorkspace(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("the executor made a workspace of its own: %v", left)
+	}
+}
+
+// TestOwnWorkspaceCapped attacks the workspace the executor makes for a
+// run without one: it must be a tmpfs capped at the workspace size while
+// the program runs (a write past the cap fails with ENOSPC, nothing
+// reaches the host's disk), for the compile step and the run alike, and
+// it must be gone, mount and directory, once Execute returns.
+func TestOwnWorkspaceCapped(t *testing.T) {
+	testutil.RequireRoot(t)
+	const size = 8 << 20
+	fill := func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+		if err := capws.Check(spec.Workspace, size); err != nil {
+			t.Fatalf("the workspace is not capped: %v", err)
+		}
+		f, err := os.Create(filepath.Join(spec.Workspace, "fill"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		err = unix.Fallocate(int(f.Fd()), 0, 0, 64<<20)
+		if !errors.Is(err, unix.ENOSPC) {
+			t.Errorf("fallocate of 64 MiB in an 8 MiB workspace: %v, want ENOSPC", err)
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			t.Fatal(err)
+		}
+		return &sandbox.Result{Status: sandbox.StatusOK}, nil
+	}
+	fb := &fakeBackend{t: t, steps: []step{fill, fill}}
+	tmp := t.TempDir()
+	e := New(fb, testTable(t), Options{TempDir: tmp, SandboxLimits: sandbox.Limits{WorkspaceSize: size}})
+	if _, err := e.Execute(context.Background(), Request{Language: "native", Code: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fb.specs) != 2 || fb.specs[0].Workspace != fb.specs[1].Workspace {
+		t.Fatalf("the compile step and the run do not share one workspace: %d specs", len(fb.specs))
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the workspace was left behind: %v", left)
 	}
 }
