@@ -173,3 +173,33 @@ func TestCheckRefuses(t *testing.T) {
 		t.Errorf("a link to a capped tmpfs: %v", err)
 	}
 }
+
+// BenchmarkNewRemove is the cost a capped workspace adds to a run: a
+// directory, a tmpfs mount, its unmount and the directory's removal.
+func BenchmarkNewRemove(b *testing.B) {
+	testutil.RequireRoot(b)
+	parent := b.TempDir()
+	for b.Loop() {
+		d, err := New(parent, "ws-", 256<<20, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Remove(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMkdirRemove is what a plain workspace cost, for comparison.
+func BenchmarkMkdirRemove(b *testing.B) {
+	parent := b.TempDir()
+	for b.Loop() {
+		d, err := os.MkdirTemp(parent, "ws-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.RemoveAll(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
