@@ -18,9 +18,6 @@ import (
 	"github.com/coderunner/coderunner/internal/mountpoint"
 )
 
-// tmpfsSupported tells whether workspaces can be tmpfs mounts here.
-const tmpfsSupported = true
-
 // dirFlags open a directory without following a link at its name.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
