@@ -3,9 +3,11 @@ package execute
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -91,5 +93,38 @@ func TestOwnWorkspaceCapped(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("the workspace was left behind: %v", left)
+	}
+}
+
+// TestWorkspaceWithoutRoot plays a process that cannot mount a capped
+// workspace: an interpreted program runs in the sandbox's private
+// workspace (capped by the backend) and lists no artifacts; a compiled
+// one, whose compile step needs a host directory, is refused with an
+// error that says why, rather than given an uncapped directory.
+func TestWorkspaceWithoutRoot(t *testing.T) {
+	saved := newWorkspace
+	t.Cleanup(func() { newWorkspace = saved })
+	newWorkspace = func(string, string, int64, int) (*capws.Dir, error) {
+		return nil, fmt.Errorf("%w: not running as root", capws.ErrUnsupported)
+	}
+	ex, fb, tmp := newTest(t, returns(sandbox.Result{Status: sandbox.StatusOK}))
+	fb.private = true
+	res, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSuccess || len(fb.specs) != 1 || fb.specs[0].Workspace != "" || len(fb.specs[0].Files) != 1 {
+		t.Fatalf("interpreted without root: status %s, specs %+v", res.Status, fb.specs)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("a host workspace was made: %v", left)
+	}
+	ex, fb, _ = newTest(t)
+	res, err = ex.Execute(context.Background(), Request{Language: "native", Code: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSetupError || len(fb.specs) != 0 || res.ErrorMessage == nil || !strings.Contains(*res.ErrorMessage, "root") {
+		t.Fatalf("compiled without root: status %s, %d runs, message %v", res.Status, len(fb.specs), res.ErrorMessage)
 	}
 }
