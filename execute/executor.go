@@ -120,6 +120,13 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.tempDir == "" {
 		e.tempDir = os.TempDir()
 	}
+	if capws.Supported() {
+		// The workspaces of runs whose process was killed still hold
+		// their memory.
+		if n := capws.Sweep(e.tempDir, workspacePrefix); n > 0 {
+			e.log.Info("removed workspaces of processes that died", "count", n)
+		}
+	}
 	if e.sampleInterval == 0 {
 		e.sampleInterval = DefaultSampleInterval
 	}
@@ -288,7 +295,7 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 // step must hand the program over in a host directory.
 func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 	size := min(e.runWorkspaceSize(), e.compileLimits.WorkspaceSize)
-	d, err := newWorkspace(e.tempDir, "coderunner-run-", size, 0)
+	d, err := newWorkspace(e.tempDir, workspacePrefix, size, 0)
 	switch {
 	case err == nil:
 		return d, nil
@@ -299,6 +306,9 @@ func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 	}
 	return nil, err
 }
+
+// workspacePrefix starts the names of the workspaces the executor makes.
+const workspacePrefix = "coderunner-run-"
 
 // newWorkspace makes a capped host workspace; tests replace it to play a
 // process without root.

@@ -128,3 +128,32 @@ func TestWorkspaceWithoutRoot(t *testing.T) {
 		t.Fatalf("compiled without root: status %s, %d runs, message %v", res.Status, len(fb.specs), res.ErrorMessage)
 	}
 }
+
+// TestStaleWorkspacesSwept: a run's tmpfs outlives a process killed
+// mid-run (SIGKILL) and would hold its memory until a restart; the next
+// Executor on the same directory removes it, and leaves those of live
+// processes alone.
+func TestStaleWorkspacesSwept(t *testing.T) {
+	testutil.RequireRoot(t)
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, workspacePrefix+"999999999-x")
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := capws.Mount(dead, 1<<20, 0); err != nil {
+		t.Fatal(err)
+	}
+	live, err := capws.New(tmp, workspacePrefix, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = live.Remove() }()
+	New(&fakeBackend{t: t}, testTable(t), Options{TempDir: tmp})
+	if _, err := os.Lstat(dead); !errors.Is(err, os.ErrNotExist) {
+		_ = capws.Unmount(dead)
+		t.Fatalf("the workspace of a dead process is still there: %v", err)
+	}
+	if err := capws.Check(live.Path, 1<<20); err != nil {
+		t.Fatalf("a live workspace was touched: %v", err)
+	}
+}

@@ -96,6 +96,13 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.workDir == "" {
 		e.workDir = os.TempDir()
 	}
+	if capws.Supported() {
+		// The workspaces of runs whose process was killed still hold
+		// their memory.
+		if n := capws.Sweep(e.workDir, workspacePrefix); n > 0 {
+			e.log.Info("removed workspaces of processes that died", "count", n)
+		}
+	}
 	e.limits = DefaultLimits.Overlay(opts.Limits).WithDefaults()
 	return e
 }
@@ -288,6 +295,9 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 	return res
 }
 
+// workspacePrefix starts the names of the workspaces the executor makes.
+const workspacePrefix = "coderunner-exec-"
+
 // workspace makes a fresh host directory for one run: a tmpfs capped at
 // the workspace size and inode cap, so that the program cannot fill the
 // host's disk through it; release unmounts and removes it. Where no tmpfs
@@ -295,7 +305,7 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 // which the backend caps in the sandbox's own namespaces: ws is empty and
 // the run lists no artifacts (a warning is logged once).
 func (e *Executor) workspace(log *slog.Logger) (ws string, release func(), err error) {
-	d, err := capws.New(e.workDir, "coderunner-exec-", e.limits.WorkspaceSize, 0)
+	d, err := capws.New(e.workDir, workspacePrefix, e.limits.WorkspaceSize, 0)
 	if errors.Is(err, capws.ErrUnsupported) {
 		e.warnOnce.Do(func() {
 			e.log.Warn("runs use the sandbox's private workspace and list no artifacts: a size-capped host workspace needs root",

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -36,14 +38,18 @@ type Dir struct {
 	Path string
 }
 
-// New creates a fresh directory in parent, named prefix followed by a
-// random string, and mounts on it a tmpfs of at most size bytes and
-// inodes files (MaxInodes when zero). The caller removes it with Remove.
+// New creates a fresh directory in parent, named prefix, this process's
+// id, "-" and a random string, and mounts on it a tmpfs of at most size
+// bytes and inodes files (MaxInodes when zero). The caller removes it
+// with Remove; Sweep removes those of processes that died first.
 func New(parent, prefix string, size int64, inodes int) (*Dir, error) {
 	if !Supported() {
 		return nil, fmt.Errorf("%w: not running as root", ErrUnsupported)
 	}
-	dir, err := os.MkdirTemp(parent, prefix)
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("unable to create the workspace: %w", err)
 	}
@@ -146,4 +152,47 @@ func Check(dir string, size int64) error {
 		return fmt.Errorf("%w: %s is not the root of its mount", ErrUncapped, dir)
 	}
 	return nil
+}
+
+// Sweep unmounts and removes the workspaces New made in parent with
+// prefix for processes that are gone (killed before they could remove
+// them): a tmpfs outlives its process and would hold its memory until the
+// machine restarts. Only directories owned by this user are touched; a
+// workspace of a live process is left alone. It returns how many it
+// removed.
+func Sweep(parent, prefix string) int {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		if (&Dir{Path: p}).Remove() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// alive reports whether a process pid exists.
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }

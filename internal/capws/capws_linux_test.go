@@ -203,3 +203,40 @@ func BenchmarkMkdirRemove(b *testing.B) {
 		}
 	}
 }
+
+// TestSweep: the workspaces of a process that died are unmounted and
+// removed; those of live processes are left alone.
+func TestSweep(t *testing.T) {
+	testutil.RequireRoot(t)
+	parent := t.TempDir()
+	dead := filepath.Join(parent, "ws-999999999-abc")
+	live := filepath.Join(parent, fmt.Sprintf("ws-%d-abc", os.Getppid()))
+	for _, d := range []string{dead, live} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := Mount(d, testSize, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = (&Dir{Path: live}).Remove() })
+	own, err := New(parent, "ws-", testSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Remove() })
+	if n := Sweep(parent, "ws-"); n != 1 {
+		t.Errorf("Sweep removed %d workspaces, want 1", n)
+	}
+	if _, err := os.Lstat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead process's workspace is still there: %v", err)
+	}
+	for _, d := range []string{live, own.Path} {
+		if err := Check(d, testSize); err != nil {
+			t.Errorf("a live workspace was touched: %v", err)
+		}
+	}
+}
