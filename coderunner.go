@@ -48,12 +48,13 @@ type Options struct {
 	// CacheDir holds the judge's compile cache; empty means the runner's
 	// default.
 	CacheDir string
-	// NoSessionTmpfs caps session workspaces by walking them before each
-	// call instead of mounting a size-capped tmpfs on each (as root). It
-	// is needed with a backend that keeps warm sandboxes: their mount
-	// namespaces were copied before a new session's tmpfs was mounted, so
-	// they would bind the directory beneath it. New sets it when Warm is
-	// positive.
+	// NoSessionTmpfs is ignored: a session's workspace is always a
+	// size-capped tmpfs, which every backend requires of a host
+	// workspace (the native backend starts a new sandbox for a workspace
+	// mounted after its warm ones started).
+	//
+	// Deprecated: walking a workspace between calls did not cap it while
+	// a program ran.
 	NoSessionTmpfs bool
 }
 
@@ -133,7 +134,6 @@ func New(ctx context.Context, opts Options) (c *CodeRunner, retErr error) {
 			MaxSessions:   cfg.Sessions.MaxCount,
 			MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
 			MaxTotalBytes: int64(cfg.Sessions.MaxDiskMB) * sandbox.MiB,
-			NoTmpfs:       opts.NoSessionTmpfs || opts.Warm > 0,
 			Logger:        log,
 		})
 		if err != nil {

@@ -431,3 +431,27 @@ func TestSessionsWarm(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsWarmCapped attacks a session's workspace with warm
+// sandboxes (as serve and mcp run): the workspace cap must hold while the
+// program writes, not be found out after the call.
+func TestSessionsWarmCapped(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "CODERUNNER_BACKEND_WORKSPACE_SIZE_MB" {
+			return "8", true
+		}
+		return "", false
+	}
+	c, err := New(context.Background(), Options{Backend: "native", Warm: 1, LookupEnv: env, CacheDir: reachableDir(t),
+		SessionDir: filepath.Join(t.TempDir(), "sessions")})
+	testutil.Require(t, err == nil, "the native backend does not work here")
+	defer c.Close()
+	requireLang(t, c, "bash")
+	res, err := c.ExecuteCode(context.Background(), "bash", "head -c 33554432 /dev/zero > big; echo rc=$?", WithSession("capped"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Stderr, "No space left") || !strings.Contains(res.Stdout, "rc=1") {
+		t.Fatalf("writing 32 MiB in an 8 MiB session workspace: %s %q %q", res.Status, res.Stdout, res.Stderr)
+	}
+}

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -118,6 +120,13 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.tempDir == "" {
 		e.tempDir = os.TempDir()
 	}
+	if capws.Supported() {
+		// The workspaces of runs whose process was killed still hold
+		// their memory.
+		if n := capws.Sweep(e.tempDir, workspacePrefix); n > 0 {
+			e.log.Info("removed workspaces of processes that died", "count", n)
+		}
+	}
 	if e.sampleInterval == 0 {
 		e.sampleInterval = DefaultSampleInterval
 	}
@@ -202,17 +211,18 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 
 	ws := req.Workspace
 	if ws == "" {
-		var err error
-		ws, err = os.MkdirTemp(e.tempDir, "coderunner-run-")
+		d, err := e.workspace(l)
 		if err != nil {
-			return fmt.Errorf("unable to create the workspace: %w", err)
+			return err
 		}
-		defer func() {
-			// os.RemoveAll does not follow symbolic links the program left.
-			if err := os.RemoveAll(ws); err != nil {
-				e.log.Warn("unable to remove a workspace", "path", ws, "error", err)
-			}
-		}()
+		if d != nil {
+			ws = d.Path
+			defer func() {
+				if err := d.Remove(); err != nil {
+					e.log.Warn("unable to remove a workspace", "path", ws, "error", err)
+				}
+			}()
+		}
 	}
 
 	source := l.SourceName(req.Code)
@@ -241,9 +251,12 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 
 	// Everything in the workspace before the run is the executor's own
 	// (the source, the compiled program), never an artifact.
-	own, err := listFiles(ws)
-	if err != nil {
-		return err
+	own := map[string]bool{}
+	if ws != "" {
+		var err error
+		if own, err = listFiles(ws); err != nil {
+			return err
+		}
 	}
 	for _, f := range files {
 		own[f.Path] = true
@@ -261,6 +274,9 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		return err
 	}
 	e.verdict(res, sr, limits)
+	if ws == "" {
+		return nil // the sandbox's private workspace: nothing to list
+	}
 	res.Artifacts, err = CollectArtifacts(ws, func(rel string) bool { return own[rel] })
 	if err != nil {
 		// The program's result stands; a workspace it made unlistable only
@@ -268,6 +284,39 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		e.log.Warn("unable to list artifacts", "error", err)
 	}
 	return nil
+}
+
+// workspace makes the host workspace of a run without one of its own: a
+// tmpfs capped at the workspace size, so that the program cannot fill the
+// host's disk through it. Where no tmpfs can be mounted (not root), an
+// interpreted program runs in the sandbox's private workspace, which the
+// backend caps in the sandbox's own namespaces (nil, nil: its files are
+// not listed as artifacts); a compiled one is refused, since its compile
+// step must hand the program over in a host directory.
+func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
+	size := min(e.runWorkspaceSize(), e.compileLimits.WorkspaceSize)
+	d, err := newWorkspace(e.tempDir, workspacePrefix, size, 0)
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, capws.ErrUnsupported) && !l.Compiled:
+		return nil, nil
+	case errors.Is(err, capws.ErrUnsupported):
+		return nil, fmt.Errorf("%w: %s is compiled in a host workspace, which must be size-capped: %w; run as root, or use an interpreted language", sandbox.ErrUnavailable, l.ID, err)
+	}
+	return nil, err
+}
+
+// workspacePrefix starts the names of the workspaces the executor makes.
+const workspacePrefix = "coderunner-run-"
+
+// newWorkspace makes a capped host workspace; tests replace it to play a
+// process without root.
+var newWorkspace = capws.New
+
+// runWorkspaceSize is the workspace cap of a run.
+func (e *Executor) runWorkspaceSize() int64 {
+	return e.sandboxLimits.WithDefaults().WorkspaceSize
 }
 
 // spec builds the sandbox spec of one step.

@@ -2,11 +2,18 @@ package execute
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/capws"
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -46,5 +53,107 @@ func TestGivenWorkspace(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("the executor made a workspace of its own: %v", left)
+	}
+}
+
+// TestOwnWorkspaceCapped attacks the workspace the executor makes for a
+// run without one: it must be a tmpfs capped at the workspace size while
+// the program runs (a write past the cap fails with ENOSPC, nothing
+// reaches the host's disk), for the compile step and the run alike, and
+// it must be gone, mount and directory, once Execute returns.
+func TestOwnWorkspaceCapped(t *testing.T) {
+	testutil.RequireRoot(t)
+	const size = 8 << 20
+	fill := func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+		if err := capws.Check(spec.Workspace, size); err != nil {
+			t.Fatalf("the workspace is not capped: %v", err)
+		}
+		f, err := os.Create(filepath.Join(spec.Workspace, "fill"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		err = unix.Fallocate(int(f.Fd()), 0, 0, 64<<20)
+		if !errors.Is(err, unix.ENOSPC) {
+			t.Errorf("fallocate of 64 MiB in an 8 MiB workspace: %v, want ENOSPC", err)
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			t.Fatal(err)
+		}
+		return &sandbox.Result{Status: sandbox.StatusOK}, nil
+	}
+	fb := &fakeBackend{t: t, steps: []step{fill, fill}}
+	tmp := t.TempDir()
+	e := New(fb, testTable(t), Options{TempDir: tmp, SandboxLimits: sandbox.Limits{WorkspaceSize: size}})
+	if _, err := e.Execute(context.Background(), Request{Language: "native", Code: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fb.specs) != 2 || fb.specs[0].Workspace != fb.specs[1].Workspace {
+		t.Fatalf("the compile step and the run do not share one workspace: %d specs", len(fb.specs))
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the workspace was left behind: %v", left)
+	}
+}
+
+// TestWorkspaceWithoutRoot plays a process that cannot mount a capped
+// workspace: an interpreted program runs in the sandbox's private
+// workspace (capped by the backend) and lists no artifacts; a compiled
+// one, whose compile step needs a host directory, is refused with an
+// error that says why, rather than given an uncapped directory.
+func TestWorkspaceWithoutRoot(t *testing.T) {
+	saved := newWorkspace
+	t.Cleanup(func() { newWorkspace = saved })
+	newWorkspace = func(string, string, int64, int) (*capws.Dir, error) {
+		return nil, fmt.Errorf("%w: not running as root", capws.ErrUnsupported)
+	}
+	ex, fb, tmp := newTest(t, returns(sandbox.Result{Status: sandbox.StatusOK}))
+	fb.private = true
+	res, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSuccess || len(fb.specs) != 1 || fb.specs[0].Workspace != "" || len(fb.specs[0].Files) != 1 {
+		t.Fatalf("interpreted without root: status %s, specs %+v", res.Status, fb.specs)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("a host workspace was made: %v", left)
+	}
+	ex, fb, _ = newTest(t)
+	res, err = ex.Execute(context.Background(), Request{Language: "native", Code: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSetupError || len(fb.specs) != 0 || res.ErrorMessage == nil || !strings.Contains(*res.ErrorMessage, "root") {
+		t.Fatalf("compiled without root: status %s, %d runs, message %v", res.Status, len(fb.specs), res.ErrorMessage)
+	}
+}
+
+// TestStaleWorkspacesSwept: a run's tmpfs outlives a process killed
+// mid-run (SIGKILL) and would hold its memory until a restart; the next
+// Executor on the same directory removes it, and leaves those of live
+// processes alone.
+func TestStaleWorkspacesSwept(t *testing.T) {
+	testutil.RequireRoot(t)
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, workspacePrefix+"999999999-x")
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := capws.Mount(dead, 1<<20, 0); err != nil {
+		t.Fatal(err)
+	}
+	live, err := capws.New(tmp, workspacePrefix, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = live.Remove() }()
+	New(&fakeBackend{t: t}, testTable(t), Options{TempDir: tmp})
+	if _, err := os.Lstat(dead); !errors.Is(err, os.ErrNotExist) {
+		_ = capws.Unmount(dead)
+		t.Fatalf("the workspace of a dead process is still there: %v", err)
+	}
+	if err := capws.Check(live.Path, 1<<20); err != nil {
+		t.Fatalf("a live workspace was touched: %v", err)
 	}
 }

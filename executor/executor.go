@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -59,8 +60,10 @@ type Options struct {
 	// then sandbox.DefaultLimits. WallTime and CPUTime are ignored: the
 	// request's timeout sets both.
 	Limits sandbox.Limits
-	// NoTmpfs keeps workspaces on WorkDir's file system even when the
-	// process may mount a size-capped tmpfs on them.
+	// NoTmpfs is ignored: a host workspace is always a size-capped tmpfs
+	// (see the capws package), which every backend requires.
+	//
+	// Deprecated: workspaces on WorkDir's file system had no size cap.
 	NoTmpfs bool
 }
 
@@ -72,7 +75,6 @@ type Executor struct {
 	log     *slog.Logger
 	workDir string
 	limits  sandbox.Limits
-	noTmpfs bool
 	// nonce draws the tag of a run's result block; tests replace it.
 	nonce    func() string
 	warnOnce sync.Once
@@ -86,7 +88,6 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 		langs:   langs,
 		log:     opts.Logger,
 		workDir: opts.WorkDir,
-		noTmpfs: opts.NoTmpfs,
 		nonce:   newNonce,
 	}
 	if e.log == nil {
@@ -94,6 +95,13 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	}
 	if e.workDir == "" {
 		e.workDir = os.TempDir()
+	}
+	if capws.Supported() {
+		// The workspaces of runs whose process was killed still hold
+		// their memory.
+		if n := capws.Sweep(e.workDir, workspacePrefix); n > 0 {
+			e.log.Info("removed workspaces of processes that died", "count", n)
+		}
 	}
 	e.limits = DefaultLimits.Overlay(opts.Limits).WithDefaults()
 	return e
@@ -192,7 +200,9 @@ func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Res
 	}
 	res := e.verdict(req, sr, nonce, log)
 	own := map[string]bool{source: true}
-	res.Artifacts, err = execute.CollectArtifactsWith(ws, func(rel string) bool { return own[rel] }, execute.ArtifactLimits{})
+	if ws != "" {
+		res.Artifacts, err = execute.CollectArtifactsWith(ws, func(rel string) bool { return own[rel] }, execute.ArtifactLimits{})
+	}
 	if err != nil {
 		// The program's result stands; a workspace it made unlistable
 		// only costs it its artifact list.
@@ -285,32 +295,30 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 	return res
 }
 
-// workspace makes a fresh host directory for one run, size-capped where
-// possible, and the function that removes it.
-func (e *Executor) workspace(log *slog.Logger) (string, func(), error) {
-	ws, err := os.MkdirTemp(e.workDir, "coderunner-exec-")
+// workspacePrefix starts the names of the workspaces the executor makes.
+const workspacePrefix = "coderunner-exec-"
+
+// workspace makes a fresh host directory for one run: a tmpfs capped at
+// the workspace size and inode cap, so that the program cannot fill the
+// host's disk through it; release unmounts and removes it. Where no tmpfs
+// can be mounted (not root), the run gets the sandbox's private workspace,
+// which the backend caps in the sandbox's own namespaces: ws is empty and
+// the run lists no artifacts (a warning is logged once).
+func (e *Executor) workspace(log *slog.Logger) (ws string, release func(), err error) {
+	d, err := capws.New(e.workDir, workspacePrefix, e.limits.WorkspaceSize, 0)
+	if errors.Is(err, capws.ErrUnsupported) {
+		e.warnOnce.Do(func() {
+			e.log.Warn("runs use the sandbox's private workspace and list no artifacts: a size-capped host workspace needs root",
+				"event", "workspace_private", "error", err)
+		})
+		return "", func() {}, nil
+	}
 	if err != nil {
-		return "", nil, fmt.Errorf("unable to create the workspace: %w", err)
+		return "", nil, err
 	}
-	unmount := func() error { return nil }
-	if !e.noTmpfs {
-		u, err := capWorkspace(ws, e.limits.WorkspaceSize)
-		if err != nil {
-			e.warnOnce.Do(func() {
-				e.log.Warn("workspaces are not size-capped: mounting a tmpfs failed; only the per-file size limit applies",
-					"event", "workspace_uncapped", "error", err)
-			})
-		} else {
-			unmount = u
-		}
-	}
-	return ws, func() {
-		if err := unmount(); err != nil {
-			log.Warn("unable to unmount a workspace", "path", ws, "error", err)
-		}
-		// os.RemoveAll does not follow the symbolic links the program left.
-		if err := os.RemoveAll(ws); err != nil {
-			log.Warn("unable to remove a workspace", "path", ws, "error", err)
+	return d.Path, func() {
+		if err := d.Remove(); err != nil {
+			log.Warn("unable to remove a workspace", "path", d.Path, "error", err)
 		}
 	}, nil
 }

@@ -137,3 +137,22 @@ func TestNativeWorkspaceCap(t *testing.T) {
 		t.Errorf("status %q value %s: the 2 MiB workspace cap did not hold (%s; %s)", res.Status, res.ReturnValue, res.Stderr, res.Message())
 	}
 }
+
+// TestNativeWorkspaceInodeCap: a run cannot pin kernel memory with files
+// that take no room: the workspace's inodes are capped too.
+func TestNativeWorkspaceInodeCap(t *testing.T) {
+	e := nativeExecutor(t, Options{})
+	requireToolchain(t, "python")
+	code := `def handler(event):
+    try:
+        for i in range(200000):
+            open('e%d' % i, 'w').close()
+    except OSError as e:
+        return 'refused: ' + e.strerror
+    return 'made 200000 files'
+`
+	res := e.Run(context.Background(), Request{ExecutionID: "inodes", Language: "python", Code: code, Timeout: 60, Mode: ModeHandler})
+	if res.Status != StatusSuccess || !strings.Contains(string(res.ReturnValue), "No space left") {
+		t.Errorf("status %q value %s: the workspace's inode cap did not hold (%s; %s)", res.Status, res.ReturnValue, res.Stderr, res.Message())
+	}
+}

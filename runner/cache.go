@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coderunner/coderunner/internal/capws"
 )
 
 // cacheFormat is part of every key: changing how entries are laid out
@@ -155,6 +157,11 @@ func (c *cache) removeStale() {
 		fi, err := e.Info()
 		if err != nil || time.Since(fi.ModTime()) < staleAge {
 			continue
+		}
+		// A compile workspace is a tmpfs: unmounted, nothing of it is
+		// walked.
+		if err := capws.Unmount(filepath.Join(c.tmp, e.Name())); err != nil {
+			c.log.Warn("unable to unmount a stale compile directory", "error", err)
 		}
 		if err := removeTree(filepath.Join(c.tmp, e.Name())); err != nil {
 			c.log.Warn("unable to remove a stale compile directory", "path", filepath.Join(c.tmp, e.Name()), "error", err)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
@@ -119,7 +120,7 @@ func (r *Runner) compiled(ctx context.Context, l *lang.Language, version, source
 // compileAndStore compiles step in a fresh workspace and stores what it
 // produced in the cache as key.
 func (r *Runner) compileAndStore(ctx context.Context, step *compileStep, key string) (*entry, error) {
-	ws, err := r.cache.mkTemp("compile-")
+	ws, err := r.workspace("compile-", r.compileLimits.WorkspaceSize)
 	if err != nil {
 		return nil, err
 	}
@@ -192,10 +193,26 @@ func (r *Runner) compileSpec(step *compileStep, ws string, limits sandbox.Limits
 	}
 }
 
-// removeWorkspace removes a compile workspace. os.RemoveAll never follows
-// the symbolic links the compile step may have left in it.
+// workspace makes a compile workspace in the cache's tmp directory: a
+// tmpfs capped at size bytes, so that a compiler (or a program that makes
+// it write without end) cannot fill the host's disk. Without root no tmpfs
+// can be mounted, and the compile step is refused with an error that says
+// so: its output must come back through a host directory.
+func (r *Runner) workspace(prefix string, size int64) (string, error) {
+	d, err := capws.New(r.cache.tmp, prefix, size, 0)
+	if errors.Is(err, capws.ErrUnsupported) {
+		return "", fmt.Errorf("%w: the compile step writes the program into a host workspace, which must be size-capped: %w; run as root", sandbox.ErrUnavailable, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return d.Path, nil
+}
+
+// removeWorkspace unmounts and removes a compile workspace: what the
+// compile step left in it goes with its tmpfs, never walked or followed.
 func (r *Runner) removeWorkspace(ws string) {
-	if err := removeTree(ws); err != nil {
+	if err := (&capws.Dir{Path: ws}).Remove(); err != nil {
 		r.log.Warn("unable to remove a compile workspace", "path", ws, "error", err)
 	}
 }

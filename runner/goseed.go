@@ -206,7 +206,13 @@ func seedID(step *compileStep) string {
 // buildSeed compiles seedProgram with an empty cache in the workspace and
 // keeps that cache as dir.
 func (r *Runner) buildSeed(ctx context.Context, step *compileStep, dir string) error {
-	ws, err := r.cache.mkTemp("seed-build-")
+	seed := *step
+	seed.code = seedProgram
+	limits := r.compileLimits
+	limits.WallTime = max(limits.WallTime, seedWallTime)
+	limits.CPUTime = max(limits.CPUTime, seedCPUTime)
+	limits.Memory = max(limits.Memory, seedMemory)
+	ws, err := r.workspace("seed-build-", limits.WorkspaceSize)
 	if err != nil {
 		return err
 	}
@@ -214,12 +220,6 @@ func (r *Runner) buildSeed(ctx context.Context, step *compileStep, dir string) e
 	if err := mkdirOpen(filepath.Join(ws, goCacheDir)); err != nil {
 		return err
 	}
-	seed := *step
-	seed.code = seedProgram
-	limits := r.compileLimits
-	limits.WallTime = max(limits.WallTime, seedWallTime)
-	limits.CPUTime = max(limits.CPUTime, seedCPUTime)
-	limits.Memory = max(limits.Memory, seedMemory)
 	res, err := r.backend.Run(ctx, r.compileSpec(&seed, ws, limits))
 	if err != nil {
 		return fmt.Errorf("seed build: %w", err)

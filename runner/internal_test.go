@@ -16,6 +16,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
@@ -613,5 +616,47 @@ func TestGoSeed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(seeds[0], "ab", "new-d")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a compile wrote into the seed: %v", err)
+	}
+}
+
+// TestCompileWorkspaceCapped attacks the compile step's workspace: it must
+// be a tmpfs capped at the compile limits' workspace size while the
+// compiler runs (a write past the cap fails with ENOSPC, nothing reaches
+// the cache's disk), and be gone once the program is cached.
+func TestCompileWorkspaceCapped(t *testing.T) {
+	testutil.RequireRoot(t)
+	const size = 8 << 20
+	var fillErr error
+	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+		if err := capws.Check(spec.Workspace, size); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(spec.Workspace, "fill"))
+		if err != nil {
+			return err
+		}
+		fillErr = unix.Fallocate(int(f.Fd()), 0, 0, 64<<20)
+		_ = f.Close()
+		if err := os.Remove(f.Name()); err != nil {
+			return err
+		}
+		return writeBinary(spec.Workspace)
+	}}
+	r := newFake(t, be, Options{CompileLimits: sandbox.Limits{WorkspaceSize: size}})
+	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
+		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
+	}
+	p, err := r.PrepareProgram(context.Background(), "c", "int main(void) { return 0; }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !errors.Is(fillErr, unix.ENOSPC) {
+		t.Errorf("fallocate of 64 MiB in an 8 MiB compile workspace: %v, want ENOSPC", fillErr)
+	}
+	if ws := be.last.Load().Workspace; ws != "" {
+		if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("compile workspace %s left behind: %v", ws, err)
+		}
 	}
 }

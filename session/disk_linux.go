@@ -14,11 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/mountpoint"
 )
-
-// tmpfsSupported tells whether workspaces can be tmpfs mounts here.
-const tmpfsSupported = true
 
 // dirFlags open a directory without following a link at its name.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
@@ -183,11 +181,11 @@ func unescapeMountPath(s string) string {
 // device files, no set-uid; executables are allowed, since compiled
 // programs are built into the workspace and run from it.
 func mountTmpfs(dir string, size int64, inodes int) error {
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("unable to mount a tmpfs on %s: %w", dir, err)
+	err := capws.Mount(dir, size, inodes)
+	if errors.Is(err, capws.ErrUnsupported) {
+		return fmt.Errorf("%w: a session's workspace must be a size-capped tmpfs: %w", ErrDisabled, err)
 	}
-	return nil
+	return err
 }
 
 // isMountPoint reports whether dir is the root of a mount. dir itself is

@@ -11,9 +11,6 @@ import (
 	"path/filepath"
 )
 
-// tmpfsSupported tells whether workspaces can be tmpfs mounts here.
-const tmpfsSupported = false
-
 var errTooLarge = errors.New("workspace holds too many files or is nested too deep")
 
 func ensureDir(dir string) error {

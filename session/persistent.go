@@ -25,12 +25,13 @@ const lockPoll = 20 * time.Millisecond
 // one session run one at a time whichever process makes them, and the lock
 // file records when the session was last used and how much it held then.
 //
-// The caps are those of Store. As root each workspace is a tmpfs of
+// The caps are those of Store. Each workspace is a tmpfs of
 // Options.MaxBytes and Options.MaxFiles, so that a call cannot fill the
 // disk while it runs; the mount outlives the process that made it, which
 // is what keeps the files for the next call, and goes when the session
 // does (or when the machine restarts: a session's files do not survive a
-// reboot). Otherwise, and with Options.NoTmpfs, the caps are checked by
+// reboot). Mounting needs root: without it a session cannot start. With
+// Options.NoTmpfs (tests of the bookkeeping) the caps are checked by
 // walking the workspace before and after each call. Sessions idle for
 // Options.IdleTimeout are removed by the next call of any session, as are
 // workspaces left without their lock file.
@@ -46,7 +47,7 @@ func OpenPersistent(opts Options) (*PersistentStore, error) {
 	if err := ensureDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	p := &PersistentStore{opts: opts, tmpfs: !opts.NoTmpfs && os.Geteuid() == 0 && tmpfsSupported}
+	p := &PersistentStore{opts: opts, tmpfs: !opts.NoTmpfs}
 	p.Sweep()
 	return p, nil
 }
@@ -102,6 +103,9 @@ func (p *PersistentStore) Acquire(ctx context.Context, id string) (_ *Persistent
 		// A new session, or one whose tmpfs went with a restart of the
 		// machine (what is left below is removed with the session).
 		if err := mountTmpfs(dir, p.opts.MaxBytes, p.opts.MaxFiles); err != nil {
+			// The lock file of a session that never started goes too.
+			_ = os.Remove(dir)
+			_ = os.Remove(p.lockPath(id))
 			return nil, fmt.Errorf("session %q: %w", id, err)
 		}
 	}

@@ -51,8 +51,12 @@ type Options struct {
 	// of its tmpfs as root, the entries the usage walk visits otherwise);
 	// default DefaultMaxFiles.
 	MaxFiles int
-	// NoTmpfs measures the workspaces by walking them even as root,
-	// instead of mounting a size-capped tmpfs on each.
+	// NoTmpfs makes the workspaces plain directories, measured by
+	// walking them between calls. It is for tests of the Store's own
+	// bookkeeping: no backend accepts such a workspace, since nothing
+	// caps it while a program runs. Without it each workspace is a tmpfs
+	// of MaxBytes and MaxFiles, which needs root (CAP_SYS_ADMIN); without
+	// root a session cannot start (ErrDisabled says why).
 	NoTmpfs bool
 	// Logger receives what the Store could not clean up; nil discards.
 	Logger *slog.Logger
@@ -161,7 +165,7 @@ func Open(opts Options) (s *Store, retErr error) {
 		lockPath: lockPath,
 		log:      opts.Logger,
 		sessions: make(map[string]*entry),
-		tmpfs:    !opts.NoTmpfs && os.Geteuid() == 0 && tmpfsSupported,
+		tmpfs:    !opts.NoTmpfs,
 		stop:     make(chan struct{}),
 	}
 	s.reaper.Add(1)
@@ -266,14 +270,13 @@ func (s *Store) create(id string) (*entry, error) {
 		return nil, fmt.Errorf("unable to create the workspace of session %q: %w", id, err)
 	}
 	if s.tmpfs {
-		err := mountTmpfs(e.dir, s.opts.MaxBytes, s.opts.MaxFiles)
-		if err == nil {
-			e.mounted = true
-			return e, nil
+		// The cap must hold while a call runs: a workspace that is not
+		// a capped tmpfs is refused (every backend refuses it too).
+		if err := mountTmpfs(e.dir, s.opts.MaxBytes, s.opts.MaxFiles); err != nil {
+			_ = os.Remove(e.dir)
+			return nil, fmt.Errorf("session %q: %w", id, err)
 		}
-		// Root without CAP_SYS_ADMIN (a container): walking still caps.
-		s.tmpfs = false
-		s.log.Warn("unable to mount a tmpfs for session workspaces; measuring them by walking instead", "error", err)
+		e.mounted = true
 	}
 	return e, nil
 }

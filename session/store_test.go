@@ -3,15 +3,18 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
 )
 
@@ -491,5 +494,35 @@ func TestUnsafeDir(t *testing.T) {
 		if _, err := Open(Options{Dir: d}); err == nil {
 			t.Errorf("Open accepted sessions directory %s", d)
 		}
+	}
+}
+
+// TestWorkspaceCappedForBackends: a session's workspace is a tmpfs the
+// backends accept (capws.Check at the session's size), and its file count
+// is capped by the kernel while a call runs, not only measured after it.
+func TestWorkspaceCappedForBackends(t *testing.T) {
+	testutil.RequireRoot(t)
+	s, _ := open(t, Options{MaxBytes: 4 << 20, MaxFiles: 50})
+	l, err := s.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := capws.Check(l.Dir(), 4<<20); err != nil {
+		t.Fatalf("the session's workspace would be refused: %v", err)
+	}
+	var n int
+	for n = 0; n < 1000; n++ {
+		f, err := os.Create(filepath.Join(l.Dir(), fmt.Sprint("e", n)))
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("file %d: %v, want ENOSPC", n, err)
+			}
+			break
+		}
+		f.Close()
+	}
+	if n >= 50 {
+		t.Fatalf("%d files in a workspace capped at 50", n)
 	}
 }

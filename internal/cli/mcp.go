@@ -50,9 +50,7 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 	if cl, ok := b.(io.Closer); ok {
 		defer cl.Close()
 	}
-	cr, err := coderunner.New(ctx, coderunner.Options{Sandbox: b, ConfigFile: c.config, LookupEnv: a.LookupEnv, Logger: log,
-		// Warm sandboxes do not see tmpfs mounts made after they started.
-		NoSessionTmpfs: true})
+	cr, err := coderunner.New(ctx, coderunner.Options{Sandbox: b, ConfigFile: c.config, LookupEnv: a.LookupEnv, Logger: log})
 	if err != nil {
 		return a.fail("mcp", "%v", err)
 	}

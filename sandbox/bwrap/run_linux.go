@@ -44,6 +44,9 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err != nil {
 		return nil, err
 	}
+	if err := hostws.Capped(s); err != nil {
+		return nil, err
+	}
 	r := &run{b: b, spec: s, id: b.runID.Add(1)}
 	defer r.close()
 	return r.execute(ctx)

@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/hostws"
 	"github.com/coderunner/coderunner/sandbox/internal/watch"
 )
 
@@ -39,6 +40,9 @@ const (
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s, err := sandbox.Prepared(spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}
 	if strings.Contains(s.Args[0], "=") {

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
@@ -197,7 +198,7 @@ func TestWarmMountedWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+	if err := capws.Mount(dir, 4*sandbox.MiB, 0); err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/hostws"
 	"github.com/coderunner/coderunner/sandbox/internal/watch"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
@@ -42,6 +43,9 @@ const (
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}
 	r := &run{b: b, spec: s, id: b.runID.Add(1)}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/hostws"
 )
 
 // maxKept bounds the idle sandboxes one series keeps: one per run it had
@@ -70,6 +71,9 @@ type keptSandbox struct {
 func (s *series) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	p, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := hostws.Capped(p); err != nil {
 		return nil, err
 	}
 	owner := s

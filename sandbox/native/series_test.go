@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/capws"
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
 )
@@ -36,6 +38,7 @@ func seriesPid(t *testing.T, ser sandbox.Series, mutate func(*sandbox.Spec)) str
 func TestSeriesKeepsOnlyWhatItCanClean(t *testing.T) {
 	b := newBackend(t)
 	defer b.Close()
+	var hostWS string // a capped host workspace, made in its subtest
 	tests := []struct {
 		name   string
 		mutate func(*sandbox.Spec)
@@ -45,13 +48,16 @@ func TestSeriesKeepsOnlyWhatItCanClean(t *testing.T) {
 		{"a private workspace with files", func(s *sandbox.Spec) {
 			s.Files = []sandbox.File{{Path: "in.txt", Content: []byte("x")}}
 		}, true},
-		{"a host workspace", func(s *sandbox.Spec) { s.Workspace = t.TempDir() }, false},
+		{"a host workspace", func(s *sandbox.Spec) { s.Workspace = hostWS }, false},
 		{"a writable mount", func(s *sandbox.Spec) {
-			s.Mounts = append(s.Mounts, sandbox.Mount{Source: t.TempDir(), Target: "/scratch", Writable: true})
+			s.Mounts = append(s.Mounts, sandbox.Mount{Source: hostWS, Target: "/scratch", Writable: true})
 		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "a host workspace" || tt.name == "a writable mount" {
+				hostWS = cappedDir(t)
+			}
 			ser := b.Series()
 			defer ser.Close()
 			first := seriesPid(t, ser, tt.mutate)
@@ -149,4 +155,17 @@ func TestBackendCloseReleasesKeptSandboxes(t *testing.T) {
 	if err := leftovers(); err != nil {
 		t.Fatalf("left behind once Close returned: %v", err)
 	}
+}
+
+// cappedDir is a host workspace as the callers make it: a size-capped
+// tmpfs, removed at the end of the test.
+func cappedDir(t *testing.T) string {
+	t.Helper()
+	testutil.RequireRoot(t)
+	d, err := capws.New("", "series-ws-", sandbox.DefaultLimits.WorkspaceSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Remove() })
+	return d.Path
 }

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/capws"
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -78,6 +80,8 @@ func Run(t *testing.T, env Env) {
 		{"FillTmp", s.testFillTmp},
 		{"FillWorkspace", s.testFillWorkspace},
 		{"HostWorkspaceQuietOnReturn", s.testHostWorkspaceQuiet},
+		{"HostWorkspaceCapped", s.testHostWorkspaceCapped},
+		{"HostWorkspaceUncappedRefused", s.testHostWorkspaceUncapped},
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
 		{"HostFilesInvisible", s.testHostFiles},
@@ -416,11 +420,13 @@ echo writing
 		{"program killed", writer + "sleep 60\n", sandbox.StatusTimeLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ws, err := os.MkdirTemp("", "quiet-ws-")
+			testutil.Require(t, capws.Supported(), "host workspaces are capped by a tmpfs mount, which needs root")
+			d, err := capws.New("", "quiet-ws-", sandbox.DefaultLimits.WorkspaceSize, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer os.RemoveAll(ws)
+			defer func() { _ = d.Remove() }()
+			ws := d.Path
 			spec := s.sh(tc.script)
 			spec.Workspace = ws
 			spec.Limits.WallTime = 2 * time.Second

@@ -1,0 +1,198 @@
+package capws
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/mountpoint"
+)
+
+// MaxInodes is the inode cap of a workspace made with New: the backends'
+// own tmpfs mounts have the same.
+const MaxInodes = 16384
+
+// maxCheckedInodes is the most inodes Check accepts: a session's
+// workspace may be given more files than a run's (DefaultMaxFiles of the
+// session package), never an unbounded number.
+const maxCheckedInodes = 1 << 20
+
+// ErrUnsupported is wrapped by the errors of New and Mount when this
+// process cannot mount a tmpfs (it is not root, or lacks CAP_SYS_ADMIN).
+var ErrUnsupported = errors.New("a size-capped workspace needs root (CAP_SYS_ADMIN) to mount a tmpfs")
+
+// ErrUncapped is wrapped by the errors of Check.
+var ErrUncapped = errors.New("host workspace is not a size-capped tmpfs")
+
+// Supported reports whether this process may try to mount workspaces.
+func Supported() bool { return os.Geteuid() == 0 }
+
+// Dir is a size-capped workspace made by New.
+type Dir struct {
+	// Path is the directory, the root of its tmpfs.
+	Path string
+}
+
+// New creates a fresh directory in parent, named prefix, this process's
+// id, "-" and a random string, and mounts on it a tmpfs of at most size
+// bytes and inodes files (MaxInodes when zero). The caller removes it
+// with Remove; Sweep removes those of processes that died first.
+func New(parent, prefix string, size int64, inodes int) (*Dir, error) {
+	if !Supported() {
+		return nil, fmt.Errorf("%w: not running as root", ErrUnsupported)
+	}
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, fmt.Errorf("unable to create the workspace: %w", err)
+	}
+	if err := Mount(dir, size, inodes); err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
+	return &Dir{Path: dir}, nil
+}
+
+// Mount mounts a tmpfs of at most size bytes and inodes files (MaxInodes
+// when zero) on the existing directory dir, mode 0700, owned by this
+// process's user; the backend hands it to the sandbox's user. dir is
+// never followed if it is a symbolic link.
+func Mount(dir string, size int64, inodes int) error {
+	if size <= 0 {
+		return fmt.Errorf("workspace size %d must be positive", size)
+	}
+	if inodes <= 0 {
+		inodes = MaxInodes
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("unable to open the workspace %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	// Through the descriptor: a link swapped in at dir since it was
+	// opened is not followed.
+	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
+	if err := unix.Mount("coderunner-workspace", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("%w: mounting a tmpfs on %s: %w", ErrUnsupported, dir, err)
+		}
+		return fmt.Errorf("unable to mount a size-capped tmpfs on the workspace %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Unmount detaches the tmpfs at dir; the kernel frees its pages once no
+// sandbox and no open file uses them. A dir that is no longer a mount is
+// not an error. dir is never followed if it is a symbolic link.
+func Unmount(dir string) error {
+	err := unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unable to unmount the workspace %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Remove unmounts the workspace and removes its directory. What the
+// program wrote goes with the tmpfs: nothing of it is walked or followed
+// on the host. It is safe to call more than once.
+func (d *Dir) Remove() error {
+	if err := Unmount(d.Path); err != nil {
+		return err
+	}
+	// The directory beneath the mount was never written to; a removal
+	// that still finds entries (the mount went missing) removes them
+	// without following links.
+	if err := os.Remove(d.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.RemoveAll(d.Path); err != nil {
+			return fmt.Errorf("unable to remove the workspace %s: %w", d.Path, err)
+		}
+	}
+	return nil
+}
+
+// Check returns nil when dir (never followed if it is a link) is the root
+// of a tmpfs capped at most size bytes (rounded up to a page) and a
+// bounded number of inodes; otherwise an error wrapping ErrUncapped that
+// says why. It costs an open and two stat calls.
+func Check(dir string, size int64) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUncapped, dir, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUncapped, dir, err)
+	}
+	page := int64(os.Getpagesize())
+	capacity := int64(st.Blocks) * st.Bsize //nolint:gosec // block counts of a tmpfs fit
+	switch {
+	case st.Type != unix.TMPFS_MAGIC:
+		return fmt.Errorf("%w: %s is on a file system of type %#x", ErrUncapped, dir, st.Type)
+	case st.Blocks == 0:
+		return fmt.Errorf("%w: %s has no size limit", ErrUncapped, dir)
+	case capacity > (size+page-1)/page*page:
+		return fmt.Errorf("%w: %s holds up to %d bytes, more than the workspace cap of %d", ErrUncapped, dir, capacity, size)
+	case st.Files == 0 || st.Files > maxCheckedInodes:
+		return fmt.Errorf("%w: %s has no inode limit", ErrUncapped, dir)
+	}
+	root, err := mountpoint.Is(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUncapped, dir, err)
+	}
+	if !root {
+		return fmt.Errorf("%w: %s is not the root of its mount", ErrUncapped, dir)
+	}
+	return nil
+}
+
+// Sweep unmounts and removes the workspaces New made in parent with
+// prefix for processes that are gone (killed before they could remove
+// them): a tmpfs outlives its process and would hold its memory until the
+// machine restarts. Only directories owned by this user are touched; a
+// workspace of a live process is left alone. It returns how many it
+// removed.
+func Sweep(parent, prefix string) int {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		if (&Dir{Path: p}).Remove() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// alive reports whether a process pid exists.
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
