@@ -41,6 +41,7 @@ func TestConformance(t *testing.T) {
 		Mounts:    native.BaseMounts(),
 		CC:        cc,
 		Leftovers: leftovers,
+		Kept:      keptInits,
 	})
 }
 
@@ -157,6 +158,7 @@ func TestConformanceWarm(t *testing.T) {
 		CC:      cc,
 		// The warm inits are this backend's, not a run's leftovers.
 		Leftovers: func() error { return leftoversExcept(2) },
+		Kept:      keptInits,
 	})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -232,6 +234,7 @@ func TestConformanceHostTreeAttached(t *testing.T) {
 		Mounts:    native.BaseMounts(),
 		CC:        cc,
 		Leftovers: leftovers,
+		Kept:      keptInits,
 	})
 }
 
@@ -485,4 +488,13 @@ print(n)`
 			t.Fatalf("step %d (processes %d): started %q children, want all 10: %v; stderr %s", i, step.processes, got, step.all, res.Stderr)
 		}
 	}
+}
+
+// keptInits names the idle sandboxes of ser by their inits' process ids.
+func keptInits(ser sandbox.Series) []string {
+	var ids []string
+	for _, pid := range native.KeptInits(ser) {
+		ids = append(ids, strconv.Itoa(pid))
+	}
+	return ids
 }
