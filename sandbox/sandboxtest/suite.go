@@ -85,6 +85,7 @@ func Run(t *testing.T, env Env) {
 		{"HostWorkspaceQuietOnReturn", s.testHostWorkspaceQuiet},
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
+		{"NothingOfAnEarlierRun", s.testNothingOfAnEarlierRun},
 		{"HostFilesInvisible", s.testHostFiles},
 		{"ProcOfInit", s.testProcRoot},
 		{"SymlinkAndDotDot", s.testSymlinks},

@@ -1150,6 +1150,11 @@ static int run_main(void *p)
 			_exit(125);
 		close(a->go);
 	}
+	// The run's init keeps of the sandbox's init's descriptors only what
+	// it uses: not the detached copy of the host's tree, nor the setup.
+	if (a->c->host >= 0)
+		close(a->c->host);
+	close(NSINIT_CONFIG_FD);
 	// A mount namespace of its own, for a /proc of its PID namespace:
 	// the sandbox's /proc lists the sandbox init's namespace, where the
 	// program's process ids would tell how many the earlier runs made.
