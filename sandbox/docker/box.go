@@ -23,6 +23,7 @@ import (
 
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/hostws"
+	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 )
 
 // box is one container. It runs one program at a time; with
@@ -207,6 +208,9 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		{Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize},
 		{Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
 		{Name: "stack", Soft: stackLimit(lim), Hard: stackLimit(lim)},
+		// Per-user counts, shared by every container's user: see kquota.
+		{Name: "sigpending", Soft: kquota.SigPending, Hard: kquota.SigPending},
+		{Name: "msgqueue", Soft: kquota.MsgQueueBytes, Hard: kquota.MsgQueueBytes},
 	}
 	cfg := &container.Config{
 		Image: image,

@@ -86,6 +86,7 @@ func Run(t *testing.T, env Env) {
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
 		{"NothingOfAnEarlierRun", s.testNothingOfAnEarlierRun},
+		{"HostQuotasLeftUsable", s.testHostQuotas},
 		{"HostFilesInvisible", s.testHostFiles},
 		{"ProcOfInit", s.testProcRoot},
 		{"SymlinkAndDotDot", s.testSymlinks},

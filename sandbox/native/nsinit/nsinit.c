@@ -534,6 +534,33 @@ static void op_proc(struct config *c, const struct op *o)
 	c->proc = o->argv[0].s;
 }
 
+// op_userns_max sets one of the user namespace's limits (user.max_*),
+// which bound what is charged to this namespace and those below it: the
+// counts are charged to the host user that created it too. It runs
+// before the pivot, through the host's /proc, whose /proc/sys/user is
+// the caller's user namespace's. A kernel without the entry is skipped.
+static void op_userns_max(const struct op *o)
+{
+	want_args(o, 2);
+	const char *name = o->argv[0].s;
+	if (strncmp(name, "max_", 4) != 0 || strchr(name, '/') != NULL || o->argv[0].len > 64) {
+		errno = 0;
+		fail("config: bad user namespace limit %.64s", name);
+	}
+	number(&o->argv[1], 10);
+	char path[128];
+	snprintf(path, sizeof path, "/proc/sys/user/%s", name);
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return;
+		fail("open %s", path);
+	}
+	if (write(fd, o->argv[1].s, o->argv[1].len) != (ssize_t)o->argv[1].len)
+		fail("write %s", path);
+	close(fd);
+}
+
 static void loopback_up(void)
 {
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -974,6 +1001,13 @@ static void apply(struct config *c, struct exec_plan *plan)
 			break;
 		case OP_LOOPBACK:
 			loopback_up();
+			break;
+		case OP_USERNS_MAX:
+			if (!c->old || c->old[0]) {
+				errno = 0;
+				fail("config: user namespace limit after pivot");
+			}
+			op_userns_max(o);
 			break;
 		case OP_RLIMIT:
 			want_args(o, 3);
