@@ -17,10 +17,11 @@ const (
 	// MsgQueueBytes is RLIMIT_MSGQUEUE: the bytes of POSIX message
 	// queues (a queue of 4 messages of 1 KiB costs about 4.3 KiB).
 	MsgQueueBytes = 16 << 10
-	// InotifyInstances and InotifyWatches cap inotify, set in the
-	// sandbox's own user namespace where the backend creates one.
+	// InotifyInstances caps inotify instances, set in the sandbox's own
+	// user namespace where the backend creates one.
 	InotifyInstances = 8
-	InotifyWatches   = 1024
+	// InotifyWatches caps inotify watches, likewise.
+	InotifyWatches = 1024
 )
 
 // UserNamespaceMax are the /proc/sys/user entries (user.max_*) a backend
