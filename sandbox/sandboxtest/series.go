@@ -159,7 +159,8 @@ flags = IPC_CREAT | 0o600 if create else 0
 shm = libc.shmget(0x5eed, 4096, flags)
 sem = libc.semget(0x5eed, 1, flags)
 msg = libc.msgget(0x5eed, flags)
-mq = rt.mq_open(b"/seed", (os.O_CREAT | os.O_RDWR) if create else os.O_RDWR, 0o600, None)
+attr = (ctypes.c_long * 8)(0, 1, 64, 0)  # a small queue: message queue bytes are capped
+mq = rt.mq_open(b"/seed", (os.O_CREAT | os.O_RDWR) if create else os.O_RDWR, 0o600, attr if create else None)
 print("shm", shm >= 0, "sem", sem >= 0, "msg", msg >= 0, "mq", mq >= 0)
 `
 	spec := func(create string) *sandbox.Spec {
