@@ -1262,7 +1262,10 @@ static int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 		dup2(devnull, 2);
 		close(devnull);
 	}
-	int rs = wait_program(pid);
+	// The status comes once the run's init is alone and about to exit.
+	// Its exit then tears its namespaces down (a mount namespace waits
+	// for an RCU grace period): the run is over before that, and the
+	// init reaps it later (reap_runs).
 	int ws;
 	ssize_t n;
 	do {
@@ -1271,12 +1274,22 @@ static int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 	close(res[0]);
 	if (n != (ssize_t)sizeof ws) {
 		// A run's init that could not start the program said why.
+		int rs = wait_program(pid);
 		if (WIFEXITED(rs) && WEXITSTATUS(rs) == 125)
 			_exit(125);
 		errno = 0;
 		fail("the run ended without the program's status (%d)", rs);
 	}
 	return ws;
+}
+
+// reap_runs reaps the runs' inits that have ended, without waiting for
+// those still tearing their namespaces down. Nothing else can be left in
+// the sandbox's PID namespace: every process of a run is in the run's.
+static void reap_runs(void)
+{
+	while (waitpid(-1, NULL, __WALL | WNOHANG) > 0)
+		;
 }
 
 // clear_dir removes everything below the directory dirfd, visiting at most
@@ -1509,11 +1522,10 @@ static void __attribute__((noreturn)) run(void)
 	for (;;) {
 		int ws = run_program(&c, &plan, overlapped);
 		overlapped = 0;
-		// The run's PID namespace is gone with everything in it:
-		// kill_rest only makes sure. The report says the run is over:
-		// the backend may then hand the workspace back without waiting
-		// for the sandbox's namespaces to be torn down.
-		kill_rest();
+		// Every process of the run is gone (the run's init killed and
+		// reaped them) but the run's init. The report says the run is
+		// over: the backend may then hand the workspace back without
+		// waiting for the namespaces to be torn down.
 		if (!plan.keep) {
 			report("X %d\n", ws);
 			_exit(0);
@@ -1523,6 +1535,7 @@ static void __attribute__((noreturn)) run(void)
 		// counters reset by the backend.
 		reset_scratch(&plan);
 		report("X %d\n", ws);
+		reap_runs();
 		c.later = 1;
 		next_run(&c, &plan);
 	}
