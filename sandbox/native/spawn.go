@@ -483,7 +483,7 @@ func (b *Backend) recentLimits() sandbox.Limits {
 func cgroupLimits(lim sandbox.Limits) cgroup.Limits {
 	return cgroup.Limits{
 		Memory:    lim.Memory,
-		Processes: lim.Processes + 1, // the init
+		Processes: lim.Processes + 2, // the init and the run's init
 		CPUs:      lim.CPUs,
 	}
 }

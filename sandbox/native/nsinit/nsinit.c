@@ -1219,6 +1219,19 @@ static int run_main(void *p)
 	_exit(0);
 }
 
+// reap_runs reaps the runs' inits that have ended or, with nohang unset,
+// waits for every one. Nothing else can be left in the sandbox's PID
+// namespace: every process of a run is in the run's.
+static void reap_runs(int nohang)
+{
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, __WALL | (nohang ? WNOHANG : 0));
+		if (pid > 0 || (pid < 0 && errno == EINTR))
+			continue;
+		return;
+	}
+}
+
 // run_program runs the program in namespaces of its own and returns its
 // wait status once nothing of the run is left. The sandbox's init has
 // nothing to do meanwhile: it lends the run's init its memory (vfork)
@@ -1228,6 +1241,9 @@ static int run_main(void *p)
 // for it.
 static int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 {
+	// The last run's init counts in the cgroup's processes until it is
+	// reaped: its teardown has had the time since the report to finish.
+	reap_runs(0);
 	int res[2], gofd[2] = {-1, -1};
 	if (pipe2(res, O_CLOEXEC) < 0)
 		fail("pipe");
@@ -1283,14 +1299,7 @@ static int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 	return ws;
 }
 
-// reap_runs reaps the runs' inits that have ended, without waiting for
-// those still tearing their namespaces down. Nothing else can be left in
-// the sandbox's PID namespace: every process of a run is in the run's.
-static void reap_runs(void)
-{
-	while (waitpid(-1, NULL, __WALL | WNOHANG) > 0)
-		;
-}
+
 
 // clear_dir removes everything below the directory dirfd, visiting at most
 // *budget entries and depth levels. It returns -1 when that is not enough
@@ -1535,7 +1544,7 @@ static void __attribute__((noreturn)) run(void)
 		// counters reset by the backend.
 		reset_scratch(&plan);
 		report("X %d\n", ws);
-		reap_runs();
+		reap_runs(1);
 		c.later = 1;
 		next_run(&c, &plan);
 	}
