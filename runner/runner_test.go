@@ -184,10 +184,10 @@ func TestSandboxPerTest(t *testing.T) {
 				}
 				pids = append(pids, strings.TrimSpace(string(res.Stdout)))
 			}
-			// A new sandbox's program is its PID namespace's process 2;
-			// a kept sandbox's processes carry on counting.
-			fresh := pids[1] == pids[0] && pids[2] == pids[0]
-			if fresh != perTest {
+			// Every run's program is process 2 of a PID namespace of its
+			// own, in a new sandbox or a kept one: the process ids do not
+			// tell an earlier test's forks.
+			if pids[1] != pids[0] || pids[2] != pids[0] {
 				t.Fatalf("process ids %v with SandboxPerTest %v", pids, perTest)
 			}
 			if got := be.seriesRuns.Load(); (got > 0) == perTest {

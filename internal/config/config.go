@@ -86,6 +86,10 @@ type Docker struct {
 	Host string `yaml:"host"`
 	// User is the non-root user that runs code in containers.
 	User string `yaml:"user"`
+	// ReuseContainers keeps a container per program between its runs
+	// instead of one per run: faster, but a run can tell from its process
+	// ids how many processes the runs before it started.
+	ReuseContainers bool `yaml:"reuse_containers"`
 }
 
 // Limits are the default and allowed resource limits. The flat fields are

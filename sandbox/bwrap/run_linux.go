@@ -23,6 +23,7 @@ import (
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/hostws"
+	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 	"github.com/coderunner/coderunner/sandbox/internal/watch"
 )
 
@@ -614,6 +615,9 @@ func (r *run) confine(child int) error {
 		{unix.RLIMIT_CPU, cpu + 1, cpu + 2},
 		// The namespace's init counts too.
 		{unix.RLIMIT_NPROC, uint64(lim.Processes + 1), uint64(lim.Processes + 1)},
+		// Per-user counts: see kquota.
+		{unix.RLIMIT_SIGPENDING, kquota.SigPending, kquota.SigPending},
+		{unix.RLIMIT_MSGQUEUE, kquota.MsgQueueBytes, kquota.MsgQueueBytes},
 	}
 	if r.group == nil {
 		limits = append(limits, struct {

@@ -23,12 +23,14 @@ import (
 
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/hostws"
+	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 )
 
-// box is one container. It runs one program at a time; between runs of
-// the same program it is cleaned (every process of the program's user
-// killed, /workspace, /tmp and /dev/shm emptied, SysV IPC removed, the
-// files put back) and kept for the next run.
+// box is one container. It runs one program at a time; with
+// Options.Reuse, between runs of the same program it is cleaned (every
+// process of the program's user killed, /workspace, /tmp, /dev/shm and
+// /dev/mqueue emptied, SysV IPC removed, the files put back) and kept for
+// the next run.
 type box struct {
 	id    string
 	key   string
@@ -64,8 +66,8 @@ const filesDir = "/.coderunner-files"
 // prelude runs before the program, in the process that then becomes the
 // program (exec), as the program's user. It kills whatever of the user is
 // left (the backend already did, from the host, when it can), empties the
-// scratch directories after an earlier run ($1 = wipe), removes the user's
-// SysV IPC objects and unpacks the workspace's files ($2 = files). Any
+// scratch directories and /dev/mqueue (the user's POSIX message queues)
+// after an earlier run ($1 = wipe), removes the user's SysV IPC objects and unpacks the workspace's files ($2 = files). Any
 // failure exits with preludeStatus and a line starting with preludeTag,
 // and the run is retried in a new container.
 const prelude = `i=0
@@ -80,8 +82,8 @@ while :; do
 	i=$((i+1)); [ "$i" -lt 10000 ] || { echo "coderunner-prelude: $left survives" >&2; exit 120; }
 done
 if [ "$1" = wipe ]; then
-	rm -rf /workspace/* /workspace/.[!.]* /workspace/..?* /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* </dev/null 2>/dev/null
-	for f in /workspace/* /workspace/.[!.]* /workspace/..?* /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?*; do
+	rm -rf /workspace/* /workspace/.[!.]* /workspace/..?* /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* /dev/mqueue/* /dev/mqueue/.[!.]* /dev/mqueue/..?* </dev/null 2>/dev/null
+	for f in /workspace/* /workspace/.[!.]* /workspace/..?* /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* /dev/mqueue/* /dev/mqueue/.[!.]* /dev/mqueue/..?*; do
 		if [ -e "$f" ] || [ -L "$f" ]; then echo "coderunner-prelude: $f survives" >&2; exit 120; fi
 	done
 	if command -v ipcrm >/dev/null 2>&1; then ipcrm -a </dev/null >/dev/null 2>&1; fi
@@ -206,6 +208,9 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		{Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize},
 		{Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
 		{Name: "stack", Soft: stackLimit(lim), Hard: stackLimit(lim)},
+		// Per-user counts, shared by every container's user: see kquota.
+		{Name: "sigpending", Soft: kquota.SigPending, Hard: kquota.SigPending},
+		{Name: "msgqueue", Soft: kquota.MsgQueueBytes, Hard: kquota.MsgQueueBytes},
 	}
 	cfg := &container.Config{
 		Image: image,
@@ -361,7 +366,7 @@ func (b *Backend) release(bx *box, reusable bool) {
 	delete(b.busy, bx.id)
 	closing := b.closing
 	b.mu.Unlock()
-	if !reusable || closing || b.perRun {
+	if !reusable || closing || !b.reuse {
 		b.discard(bx)
 		return
 	}

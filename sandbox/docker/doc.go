@@ -31,27 +31,33 @@
 // its Debian path and at the table's neutral paths (/opt/jdk, /opt/go,
 // /opt/rust), so that the recipes' commands run unchanged.
 //
-// # One container per program
+// # A container per run, or per program
 //
-// Creating and starting a container costs 200 to 300 ms, ten times a run
-// of the native backend. The judge runs the same program for every test of
-// a request, so the backend keeps a container per program (the same image,
-// argv, environment, files, mounts and fixed limits: specKey) and runs each
-// of its runs as a fresh process (docker exec) with its own limits,
-// updated on the container when they differ. Every run is isolated from
-// the ones before it: what a run left running is killed from the host as
-// soon as it ends, when the engine runs on this machine (pidfds, checked to
-// be the program's user in the container's cgroup), and the next run's prelude, in the process that then
-// becomes the program, kills anything left again, empties /workspace, /tmp
-// and /dev/shm, removes SysV IPC objects and unpacks the files from an
-// archive only the keeper (the container's idle process, another user)
-// can change. Programs never share a container; a run stopped by a limit
-// or by the caller, or one with a host workspace, has its container
-// removed. A run with a host workspace returns only once its container
-// has stopped: the caller gets the directory back with nothing of the run
-// left to write in it. Idle containers go after Options.IdleTimeout. Options.PerRun
-// gives every run a container of its own instead, as the specification
-// sketches; tools/sandboxbench measures both.
+// Every run gets a container of its own, created and removed for it: a
+// fresh PID namespace, IPC namespace, /dev/mqueue, /dev/shm, files and
+// cgroup, so that no run can read anything an earlier one left, not even
+// how many processes it started (its process ids). Creating and starting a
+// container costs 200 to 300 ms, ten times a run of the native backend.
+//
+// Options.Reuse keeps a container per program (the same image, argv,
+// environment, files, mounts and fixed limits: specKey) instead and runs
+// each of its runs as a fresh process (docker exec) with its own limits,
+// updated on the container when they differ. What a run left running is
+// killed from the host as soon as it ends, when the engine runs on this
+// machine (pidfds, checked to be the program's user in the container's
+// cgroup), and the next run's prelude, in the process that then becomes
+// the program, kills anything left again, empties /workspace, /tmp,
+// /dev/shm and /dev/mqueue, removes SysV IPC objects (with the image's
+// ipcrm) and unpacks the files from an archive only the keeper (the
+// container's idle process, another user) can change. The container's PID
+// namespace stays, so process ids tell a run how many processes the runs
+// before it started: reuse is for runs that trust each other. Programs
+// never share a container; a run stopped by a limit or by the caller, or
+// one with a host workspace, has its container removed. A run with a host
+// workspace returns only once its container has stopped: the caller gets
+// the directory back with nothing of the run left to write in it. Idle
+// containers go after Options.IdleTimeout; tools/sandboxbench measures
+// both ways.
 //
 // # Measurements
 //

@@ -57,10 +57,16 @@ type Options struct {
 	// User is the numeric "uid:gid" user code runs as; never root. Empty
 	// means DefaultUser.
 	User string
-	// PerRun disables container reuse: every run creates and removes a
-	// container of its own, as the CodeRunner specification sketches. It
-	// is several times slower; see the package documentation.
-	PerRun bool
+	// Reuse keeps a container per program between its runs (each run a
+	// fresh process in it, after a reset of its scratch directories, its
+	// POSIX message queues and, where the image has ipcrm, its SysV IPC
+	// objects), several times faster than a container per run. A
+	// container has one PID namespace, so a run can still tell from its
+	// process ids how many processes the runs before it started (an
+	// earlier test's hidden input, another caller's run of the same
+	// code): only for callers and tests that trust each other. Off by
+	// default: every run creates and removes a container of its own.
+	Reuse bool
 	// IdleTimeout is how long a container waits for another run of the
 	// same program before it is removed; zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -83,7 +89,7 @@ type Backend struct {
 	keeper   string
 	profile  string
 	instance string
-	perRun   bool
+	reuse    bool
 	idleTTL  time.Duration
 	maxIdle  int
 
@@ -113,7 +119,7 @@ func New(opts Options) (*Backend, error) {
 		log:     opts.Logger,
 		pull:    opts.PullPolicy,
 		user:    opts.User,
-		perRun:  opts.PerRun,
+		reuse:   opts.Reuse,
 		idleTTL: opts.IdleTimeout,
 		maxIdle: opts.MaxIdle,
 		idle:    map[string][]*box{},
@@ -257,9 +263,9 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	if missing > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d image(s) missing: build local ones with scripts/build-images.sh, or pull them", missing))
 	}
-	mode := "a container per program, reused for its runs (fresh process, workspace and limits per run)"
-	if b.perRun {
-		mode = "a container per run"
+	mode := "a container per run"
+	if b.reuse {
+		mode = "a container per program, reused for its runs (fresh process, workspace and limits per run; process ids carry on)"
 	}
 	r.Checks = append(r.Checks,
 		sandbox.Check{Name: "seccomp", OK: true, Detail: "custom profile from the native policy; native ABI only"},

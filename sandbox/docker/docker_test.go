@@ -74,13 +74,13 @@ func TestConformance(t *testing.T) {
 // TestReuse runs one program several times: the runs share a container,
 // and none sees what an earlier one left.
 func TestReuse(t *testing.T) {
-	for _, perRun := range []bool{false, true} {
+	for _, reuse := range []bool{true, false} {
 		name := "reused"
-		if perRun {
+		if !reuse {
 			name = "per-run"
 		}
 		t.Run(name, func(t *testing.T) {
-			b := newBackend(t, docker.Options{PerRun: perRun})
+			b := newBackend(t, docker.Options{Reuse: reuse})
 			spec := &sandbox.Spec{
 				Args:  []string{"/bin/sh", "-c", `ls -A /workspace /tmp /dev/shm; cat main.txt; echo x > /workspace/left; echo x > /tmp/left; echo x > /dev/shm/left; rm main.txt; (sleep 60 &) ; cat`},
 				Env:   []string{"PATH=/usr/bin:/bin"},

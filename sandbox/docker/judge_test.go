@@ -14,6 +14,6 @@ func TestJudge(t *testing.T) {
 		judgetest.Run(t, newBackend(t, docker.Options{}), localImages(t))
 	})
 	t.Run("per-run", func(t *testing.T) {
-		judgetest.Run(t, newBackend(t, docker.Options{PerRun: true}), localImages(t))
+		judgetest.Run(t, newBackend(t, docker.Options{}), localImages(t))
 	})
 }

@@ -19,6 +19,7 @@ func Open(o backend.Options) (sandbox.Backend, error) {
 		opts.Host = c.Docker.Host
 		opts.PullPolicy = c.Docker.PullPolicy
 		opts.User = c.Docker.User
+		opts.Reuse = c.Docker.ReuseContainers
 		t, err := c.LanguageTable()
 		if err != nil {
 			return nil, err

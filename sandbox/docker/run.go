@@ -61,7 +61,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	key := specKey(s, image)
 	var bx *box
-	if !b.perRun && s.Workspace == "" {
+	if b.reuse && s.Workspace == "" {
 		bx = b.take(key)
 	}
 	if bx == nil {

@@ -48,3 +48,25 @@ func BenchmarkPythonSandbox(b *testing.B) {
 	benchSandbox(b, 0, "/usr/bin/python3", "-c", "print('hi')")
 }
 func BenchmarkPythonWarm(b *testing.B) { benchSandbox(b, 2, "/usr/bin/python3", "-c", "print('hi')") }
+
+// BenchmarkTrueSeries runs /bin/true again and again in one series: each
+// run after the first is served by the kept sandbox of the one before.
+func BenchmarkTrueSeries(b *testing.B) {
+	be, err := native.New(native.Options{})
+	if err != nil {
+		b.Skipf("native backend unavailable: %v", err)
+	}
+	defer be.Close()
+	ser := be.Series()
+	defer ser.Close()
+	spec := &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: native.BaseMounts()}
+	for b.Loop() {
+		res, err := ser.Run(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Status != sandbox.StatusOK {
+			b.Fatalf("status %s: %s", res.Status, res.Stderr)
+		}
+	}
+}

@@ -3,10 +3,10 @@
 // Every run of Backend.Run gets fresh user, PID, mount, network, IPC, UTS
 // and cgroup namespaces, nothing of which is reused. The runs of a Series
 // (the tests of one program) may share them: a sandbox whose program ended
-// normally serves the series' next run, once its init has killed and
-// reaped everything the run left and emptied /tmp and /workspace, with a
-// new IPC namespace, new pipes and the cgroup's counters taken afresh (see
-// Backend.Series). The binary starts itself again as
+// normally serves the series' next run, once everything the run left is
+// killed and reaped and /tmp and /workspace are emptied, with new PID, IPC
+// and mount namespaces (every run, the first included, has its own), new
+// pipes and the cgroup's counters taken afresh (see Backend.Series). The binary starts itself again as
 // the sandbox init (package nsinit, C code that runs before the Go runtime),
 // which pivots into a read-only root assembled from bind mounts of the
 // toolchain, a synthetic /etc, a fresh /proc showing only the sandbox's

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/seccomp"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
 
@@ -242,6 +244,9 @@ func (b *Backend) encodeFirstPhase(etc map[string][]byte, keepHostAttached bool)
 	w.op(nsinit.OpProc, "/proc")
 	w.op(nsinit.OpHostname, "sandbox")
 	w.op(nsinit.OpLoopback)
+	for _, m := range kquota.UserNamespaceMax {
+		w.op(nsinit.OpUsernsMax, m.Name, strconv.Itoa(m.Value))
+	}
 	w.head(nsinit.OpSeccomp, 1)
 	w.arg(b.filter)
 	return w.buf

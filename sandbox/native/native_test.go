@@ -42,6 +42,7 @@ func TestConformance(t *testing.T) {
 		Mounts:    native.BaseMounts(),
 		CC:        cc,
 		Leftovers: leftovers,
+		Kept:      keptInits,
 	})
 }
 
@@ -158,6 +159,7 @@ func TestConformanceWarm(t *testing.T) {
 		CC:      cc,
 		// The warm inits are this backend's, not a run's leftovers.
 		Leftovers: func() error { return leftoversExcept(2) },
+		Kept:      keptInits,
 	})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -233,6 +235,7 @@ func TestConformanceHostTreeAttached(t *testing.T) {
 		Mounts:    native.BaseMounts(),
 		CC:        cc,
 		Leftovers: leftovers,
+		Kept:      keptInits,
 	})
 }
 
@@ -486,4 +489,13 @@ print(n)`
 			t.Fatalf("step %d (processes %d): started %q children, want all 10: %v; stderr %s", i, step.processes, got, step.all, res.Stderr)
 		}
 	}
+}
+
+// keptInits names the idle sandboxes of ser by their inits' process ids.
+func keptInits(ser sandbox.Series) []string {
+	var ids []string
+	for _, pid := range native.KeptInits(ser) {
+		ids = append(ids, strconv.Itoa(pid))
+	}
+	return ids
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/hostws"
+	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 	"github.com/coderunner/coderunner/sandbox/internal/watch"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
@@ -501,6 +502,9 @@ func (r *run) rlimits() {
 	// milliseconds; this catches a parent that could not watch.
 	w.rlimit(unix.RLIMIT_CPU, cpu+1, cpu+2)
 	w.rlimit(unix.RLIMIT_NPROC, uint64(lim.Processes), uint64(lim.Processes))
+	// Per-user counts, charged to host root too: see kquota.
+	w.rlimit(unix.RLIMIT_SIGPENDING, kquota.SigPending, kquota.SigPending)
+	w.rlimit(unix.RLIMIT_MSGQUEUE, kquota.MsgQueueBytes, kquota.MsgQueueBytes)
 	if r.b.cgroups == nil {
 		// Without a memory cgroup the address space is the only handle
 		// on memory.

@@ -17,14 +17,17 @@ const maxKept = 16
 // Series returns a new series of runs that keeps the sandbox of a run that
 // ended normally for the next run of the same shape; see sandbox.Series.
 //
-// Between two runs the sandbox's init kills whatever the first left (it
-// is the PID namespace's init, so nothing escapes kill(-1)), reaps it,
-// and makes /tmp and /workspace empty again (removing what the run left,
-// or mounting a new tmpfs when that is much or the mount's root was
-// changed); the next program gets a new IPC namespace, its own pipes, and
-// the cgroup's peak memory reset, its CPU time and OOM kills counted from
-// its start. The user, network, UTS and mount namespaces stay: the
-// program cannot change them (no capability, a read-only root, seccomp).
+// Every run, the first included, has PID, IPC and mount namespaces of its
+// own, nested in the sandbox's: when it ends, everything in them is
+// killed and reaped and its SysV IPC objects removed, so the next run
+// finds no process, no IPC object and no process id that tells what an
+// earlier run did. Between two runs the sandbox's init makes /tmp and
+// /workspace empty again (removing what the run left, or mounting a new
+// tmpfs when that is much or the mount's root was changed); the next
+// program gets its own pipes, and the cgroup's peak memory reset, its CPU
+// time and OOM kills counted from its start. The user, network and UTS
+// namespaces and the sandbox's mounts stay: the program cannot change
+// them (no capability, a read-only root, seccomp).
 // Runs that bind a host workspace or a writable mount, and backends
 // without cgroups, get a new sandbox each time.
 //

@@ -13,8 +13,8 @@ import (
 	"github.com/coderunner/coderunner/sandbox/native"
 )
 
-// seriesPid runs a shell that prints its process id in ser: 2 in a new
-// sandbox, more in a kept one.
+// seriesPid runs a shell that prints its process id in ser: 2, in a new
+// sandbox or a kept one, since every run has a PID namespace of its own.
 func seriesPid(t *testing.T, ser sandbox.Series, mutate func(*sandbox.Spec)) string {
 	t.Helper()
 	spec := &sandbox.Spec{
@@ -61,12 +61,14 @@ func TestSeriesKeepsOnlyWhatItCanClean(t *testing.T) {
 			ser := b.Series()
 			defer ser.Close()
 			first := seriesPid(t, ser, tt.mutate)
+			before := native.KeptInits(ser)
 			second := seriesPid(t, ser, tt.mutate)
-			if kept := first != second; kept != tt.kept {
-				t.Fatalf("process ids %s then %s: kept %v, want %v", first, second, kept, tt.kept)
+			after := native.KeptInits(ser)
+			if first != "2" || second != "2" {
+				t.Fatalf("the shells are processes %s and %s, want 2 in namespaces of their own", first, second)
 			}
-			if n := len(native.KeptInits(ser)); tt.kept != (n == 1) {
-				t.Fatalf("%d sandboxes kept after two runs, want kept %v", n, tt.kept)
+			if kept := len(before) == 1 && len(after) == 1 && before[0] == after[0]; kept != tt.kept {
+				t.Fatalf("inits kept %v after the first run, %v after the second: kept %v, want %v", before, after, kept, tt.kept)
 			}
 		})
 	}
@@ -99,7 +101,10 @@ func TestSeriesReplacesAKeptSandboxThatDied(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if pid := seriesPid(t, ser, nil); pid != "2" {
-		t.Fatalf("the run after the kept sandbox died ran as process %s, want 2 in a new sandbox", pid)
+		t.Fatalf("the run after the kept sandbox died ran as process %s, want 2", pid)
+	}
+	if now := native.KeptInits(ser); len(now) != 1 || now[0] == kept[0] {
+		t.Fatalf("inits kept after the run: %v, want one new one (the dead one was %d)", now, kept[0])
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 var initCaps = []uintptr{
 	unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_SETPCAP, unix.CAP_CHOWN,
 	unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_NET_ADMIN, unix.CAP_KILL,
+	// The user namespace's own limits (user.max_*).
+	unix.CAP_SYS_RESOURCE,
 }
 
 // started is a sandbox init in its fresh namespaces, blocked until it is
@@ -481,7 +483,7 @@ func (b *Backend) recentLimits() sandbox.Limits {
 func cgroupLimits(lim sandbox.Limits) cgroup.Limits {
 	return cgroup.Limits{
 		Memory:    lim.Memory,
-		Processes: lim.Processes + 1, // the init
+		Processes: lim.Processes + 2, // the init and the run's init
 		CPUs:      lim.CPUs,
 	}
 }

@@ -16,8 +16,8 @@ import (
 // runSeries runs the series tests of a backend that keeps sandboxes
 // between runs (sandbox.Reuser): whatever a run leaves, the next run of
 // the series must not see it. Every test checks first that the second
-// run did reuse the first one's sandbox (its process ids carry on), so
-// that it cannot pass by never reusing.
+// run did reuse the first one's sandbox (the backend names the sandbox
+// it keeps, Env.Kept), so that it cannot pass by never reusing.
 func (s *suite) runSeries(t *testing.T, reuser sandbox.Reuser) {
 	for _, tc := range []struct {
 		name string
@@ -26,6 +26,8 @@ func (s *suite) runSeries(t *testing.T, reuser sandbox.Reuser) {
 		{"LeftoversInvisible", s.testSeriesLeftovers},
 		{"ProcessesKilled", s.testSeriesProcesses},
 		{"IPCObjectsGone", s.testSeriesIPC},
+		{"PIDCounterFresh", s.testSeriesPIDCounter},
+		{"IPCMemoryFreed", s.testSeriesIPCMemory},
 		{"UsagePerRun", s.testSeriesUsage},
 		{"StreamsPerRun", s.testSeriesStreams},
 		{"AfterLimits", s.testSeriesAfterLimits},
@@ -42,21 +44,31 @@ func (s *suite) runSeries(t *testing.T, reuser sandbox.Reuser) {
 	}
 }
 
-// seriesRun runs spec in ser and returns the result, with the process id
-// of the shell it starts, which it prints first, taken off stdout.
-func (s *suite) seriesRun(t *testing.T, ser sandbox.Series, spec *sandbox.Spec) (*sandbox.Result, int) {
+// seriesRun runs spec in ser and returns the result, with the name of
+// the sandbox ser keeps after it ("" when it keeps none), and takes off
+// stdout the process id of the shell, which it prints first.
+func (s *suite) seriesRun(t *testing.T, ser sandbox.Series, spec *sandbox.Spec) (*sandbox.Result, string) {
 	t.Helper()
 	res, err := ser.Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("run %q: %v", spec.Args, err)
 	}
 	first, rest, _ := bytes.Cut(res.Stdout, []byte("\n"))
-	pid, err := strconv.Atoi(strings.TrimPrefix(string(first), "pid "))
-	if err != nil {
+	if _, err := strconv.Atoi(strings.TrimPrefix(string(first), "pid ")); err != nil {
 		t.Fatalf("no process id first on stdout: %q (status %s, stderr %.500s)", res.Stdout, res.Status, res.Stderr)
 	}
 	res.Stdout = rest
-	return res, pid
+	if s.Kept == nil {
+		t.Fatal("the backend keeps sandboxes, but Env.Kept does not name them")
+	}
+	kept := s.Kept(ser)
+	if len(kept) > 1 {
+		t.Fatalf("the series keeps %d sandboxes after one run at a time: %q", len(kept), kept)
+	}
+	if len(kept) == 0 {
+		return res, ""
+	}
+	return res, kept[0]
 }
 
 // seriesSh is a shell script that prints its process id first.
@@ -64,12 +76,12 @@ func (s *suite) seriesSh(script string) *sandbox.Spec {
 	return s.sh("echo pid $$\n" + script)
 }
 
-// reused checks that the second run, whose shell had process id second,
-// ran in the sandbox of the first, whose shell had first.
-func reused(t *testing.T, first, second int) {
+// reused checks that the second run ran in the sandbox the first was
+// kept in: first and second name the sandbox kept after each.
+func reused(t *testing.T, first, second string) {
 	t.Helper()
-	if second <= first {
-		t.Fatalf("the second run's shell has process id %d, the first's %d: the sandbox was not reused", second, first)
+	if first == "" || second != first {
+		t.Fatalf("the sandbox kept after the first run is %q, after the second %q: the sandbox was not reused", first, second)
 	}
 }
 
@@ -117,13 +129,18 @@ sleep 1000 &
 sh -c 'kill -STOP $$' &
 echo started`))
 	expect(t, res, sandbox.StatusOK)
-	res, pid1 := s.seriesRun(t, ser, s.seriesSh(`cd /proc && for p in [0-9]*; do [ -d $p ] && echo $p; done`))
+	res, pid1 := s.seriesRun(t, ser, s.seriesSh(`cd /proc && for p in [0-9]*; do [ -d $p ] && echo $p; done; echo $$`))
 	expect(t, res, sandbox.StatusOK)
 	reused(t, pid0, pid1)
-	// The init (1), the shell and the shell's subshells for the loop are
-	// the only processes; the loop runs in the shell itself.
-	for _, p := range strings.Fields(string(res.Stdout)) {
-		if p != "1" && p != strconv.Itoa(pid1) {
+	// The init (1) and the shell are the only processes; the loop runs
+	// in the shell itself, which prints its own process id last.
+	procs := strings.Fields(string(res.Stdout))
+	if len(procs) == 0 {
+		t.Fatalf("no process listed: stderr %q", res.Stderr)
+	}
+	self := procs[len(procs)-1]
+	for _, p := range procs[:len(procs)-1] {
+		if p != "1" && p != self {
 			t.Fatalf("process %s of an earlier run is alive: /proc lists %q", p, res.Stdout)
 		}
 	}
@@ -142,7 +159,8 @@ flags = IPC_CREAT | 0o600 if create else 0
 shm = libc.shmget(0x5eed, 4096, flags)
 sem = libc.semget(0x5eed, 1, flags)
 msg = libc.msgget(0x5eed, flags)
-mq = rt.mq_open(b"/seed", (os.O_CREAT | os.O_RDWR) if create else os.O_RDWR, 0o600, None)
+attr = (ctypes.c_long * 8)(0, 1, 64, 0)  # a small queue: message queue bytes are capped
+mq = rt.mq_open(b"/seed", (os.O_CREAT | os.O_RDWR) if create else os.O_RDWR, 0o600, attr if create else None)
 print("shm", shm >= 0, "sem", sem >= 0, "msg", msg >= 0, "mq", mq >= 0)
 `
 	spec := func(create string) *sandbox.Spec {
@@ -192,7 +210,7 @@ while time.process_time() < end:
 func (s *suite) testSeriesStreams(t *testing.T, reuser sandbox.Reuser) {
 	ser := reuser.Series()
 	defer ser.Close()
-	prev := 0
+	prev := ""
 	for i := range 4 {
 		spec := s.seriesSh(`cat; echo "err $0" >&2`)
 		spec.Args = append(spec.Args, fmt.Sprint("run", i))
@@ -270,5 +288,65 @@ func (s *suite) testSeriesConcurrent(t *testing.T, reuser sandbox.Reuser) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// testSeriesPIDCounter attacks the process ids: a run that forks as many
+// times as its hidden input says would tell the next run its input, if
+// the next run's processes took the ids that follow (a kept PID
+// namespace).
+func (s *suite) testSeriesPIDCounter(t *testing.T, reuser sandbox.Reuser) {
+	ser := reuser.Series()
+	defer ser.Close()
+	const probe = `sh -c 'echo child $$'`
+	clean, id0 := s.seriesRun(t, ser, s.seriesSh(probe))
+	expect(t, clean, sandbox.StatusOK)
+	forks, id1 := s.seriesRun(t, ser, s.seriesSh(`i=0; while [ $i -lt 123 ]; do /bin/true; i=$((i+1)); done; echo forked`))
+	expect(t, forks, sandbox.StatusOK)
+	reused(t, id0, id1)
+	after, id2 := s.seriesRun(t, ser, s.seriesSh(probe))
+	expect(t, after, sandbox.StatusOK)
+	reused(t, id1, id2)
+	if string(after.Stdout) != string(clean.Stdout) {
+		t.Fatalf("after a run that forked 123 times the next run's child says %q, in a clean sandbox %q: the process ids tell what an earlier run did",
+			after.Stdout, clean.Stdout)
+	}
+}
+
+// testSeriesIPCMemory leaves a large SysV shared memory segment behind:
+// if it outlived its run it would stay charged to the sandbox, and the
+// next run, under the same memory limit, would run out of memory.
+func (s *suite) testSeriesIPCMemory(t *testing.T, reuser sandbox.Reuser) {
+	ser := reuser.Series()
+	defer ser.Close()
+	const leave = `
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+size = 150 << 20
+shm = libc.shmget(0x5eed, size, 0o1000 | 0o600)
+assert shm >= 0, ctypes.get_errno()
+addr = libc.shmat(shm, None, 0)
+assert addr not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+ctypes.memset(addr, 1, size)
+libc.shmdt(ctypes.c_void_p(addr))
+print("left")
+`
+	spec := s.seriesSh(s.Python + ` -c '` + leave + `'`)
+	spec.Limits.Memory = 256 * sandbox.MiB
+	res, id0 := s.seriesRun(t, ser, spec)
+	expect(t, res, sandbox.StatusOK)
+	if string(res.Stdout) != "left\n" {
+		t.Fatalf("leaving a segment: stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+	alloc := s.seriesSh(s.Python + ` -c 'b = bytearray(150 << 20); print("allocated")'`)
+	alloc.Limits.Memory = 256 * sandbox.MiB
+	for i := range 3 {
+		res, id1 := s.seriesRun(t, ser, alloc)
+		if res.Status != sandbox.StatusOK || string(res.Stdout) != "allocated\n" {
+			t.Fatalf("run %d after a run that left a 150 MiB segment, under a 256 MiB limit: status %s stdout %q stderr %.300q",
+				i+1, res.Status, res.Stdout, res.Stderr)
+		}
+		reused(t, id0, id1)
 	}
 }

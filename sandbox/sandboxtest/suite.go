@@ -41,6 +41,11 @@ type Env struct {
 	// host (processes, cgroups, mounts, temporary files). It is called
 	// after every test.
 	Leftovers func() error
+	// Kept, for a backend that keeps sandboxes (sandbox.Reuser), names
+	// each idle sandbox ser keeps (native: its init's host process id):
+	// the series tests check with it that a run reused the sandbox of
+	// the one before, since nothing inside a sandbox may tell.
+	Kept func(ser sandbox.Series) []string
 	// CC, when set, is a host C compiler used to build static test
 	// programs that are then copied into the sandbox.
 	CC string
@@ -84,6 +89,8 @@ func Run(t *testing.T, env Env) {
 		{"HostWorkspaceUncappedRefused", s.testHostWorkspaceUncapped},
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
+		{"NothingOfAnEarlierRun", s.testNothingOfAnEarlierRun},
+		{"HostQuotasLeftUsable", s.testHostQuotas},
 		{"HostFilesInvisible", s.testHostFiles},
 		{"ProcOfInit", s.testProcRoot},
 		{"SymlinkAndDotDot", s.testSymlinks},

@@ -149,7 +149,7 @@ func openBench(name string, langs *lang.Table) (bench, error) {
 		return bench{name: name, backend: b, close: func() {}}, err
 	case "docker", "docker-per-run":
 		b, err := docker.New(docker.Options{Languages: langs, DefaultImage: *imageFlag,
-			PullPolicy: docker.PullNever, PerRun: name == "docker-per-run"})
+			PullPolicy: docker.PullNever, Reuse: name == "docker"})
 		if err != nil {
 			return bench{}, err
 		}

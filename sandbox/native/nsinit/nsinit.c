@@ -5,10 +5,11 @@
 // fork and exec from a multi-threaded process, and starting it would cost
 // more than the whole sandbox setup.
 //
-// As PID 1 of the new PID namespace it builds the root filesystem, then forks
-// the user program, which drops every privilege and execs. It reaps orphans,
-// reports the program's wait status on fd 4 and exits when the program exits:
-// the kernel then kills whatever is left in the namespace.
+// As PID 1 of the new PID namespace it builds the root filesystem, then
+// starts each run in PID, IPC and mount namespaces of the run's own, where
+// the user program drops every privilege and execs. It reports the
+// program's wait status on fd 4 once nothing of the run is left, and
+// exits, or, in a kept sandbox, waits for the next run.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -140,6 +145,9 @@ struct config {
 	// current run's second phase, released when the next run arrives.
 	int later;
 	char *frame;
+	// proc is where the sandbox's /proc is (in the first phase's frame,
+	// which is never released), or NULL without one.
+	const char *proc;
 };
 
 static int status_fd = NSINIT_STATUS_FD;
@@ -486,12 +494,10 @@ static void op_dev(const struct config *c, const struct op *o)
 	close(src);
 }
 
-static void op_proc(const struct config *c, const struct op *o)
+// mount_proc mounts a proc filesystem on dst for the caller's PID
+// namespace.
+static void mount_proc(const char *dst)
 {
-	want_args(o, 1);
-	char dst[PATH_MAX];
-	in_root(c, o->argv[0].s, dst);
-	mkdir_all(c->root, dst, 0555);
 	unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
 	// subset=pid hides everything in /proc but the processes themselves:
 	// no /proc/sys, /proc/kcore, /proc/sysrq-trigger, /proc/kallsyms.
@@ -514,6 +520,45 @@ static void op_proc(const struct config *c, const struct op *o)
 		if (access(p, F_OK) == 0 && mount("/dev/null", p, NULL, MS_BIND, NULL) < 0)
 			fail("mask /proc/%s", masked[i]);
 	}
+}
+
+// op_proc mounts the init's /proc, and records where it is: each run
+// mounts its own there, for its own PID namespace.
+static void op_proc(struct config *c, const struct op *o)
+{
+	want_args(o, 1);
+	char dst[PATH_MAX];
+	in_root(c, o->argv[0].s, dst);
+	mkdir_all(c->root, dst, 0555);
+	mount_proc(dst);
+	c->proc = o->argv[0].s;
+}
+
+// op_userns_max sets one of the user namespace's limits (user.max_*),
+// which bound what is charged to this namespace and those below it: the
+// counts are charged to the host user that created it too. It runs
+// before the pivot, through the host's /proc, whose /proc/sys/user is
+// the caller's user namespace's. A kernel without the entry is skipped.
+static void op_userns_max(const struct op *o)
+{
+	want_args(o, 2);
+	const char *name = o->argv[0].s;
+	if (strncmp(name, "max_", 4) != 0 || strchr(name, '/') != NULL || o->argv[0].len > 64) {
+		errno = 0;
+		fail("config: bad user namespace limit %.64s", name);
+	}
+	number(&o->argv[1], 10);
+	char path[128];
+	snprintf(path, sizeof path, "/proc/sys/user/%s", name);
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return;
+		fail("open %s", path);
+	}
+	if (write(fd, o->argv[1].s, o->argv[1].len) != (ssize_t)o->argv[1].len)
+		fail("write %s", path);
+	close(fd);
 }
 
 static void loopback_up(void)
@@ -957,6 +1002,13 @@ static void apply(struct config *c, struct exec_plan *plan)
 		case OP_LOOPBACK:
 			loopback_up();
 			break;
+		case OP_USERNS_MAX:
+			if (!c->old || c->old[0]) {
+				errno = 0;
+				fail("config: user namespace limit after pivot");
+			}
+			op_userns_max(o);
+			break;
 		case OP_RLIMIT:
 			want_args(o, 3);
 			if (plan->nrlimits == (int)(sizeof plan->rlimits / sizeof plan->rlimits[0]))
@@ -1043,62 +1095,6 @@ static void await_exec(int errfd)
 	}
 }
 
-// start_program starts the program's process in a sealed sandbox. The
-// init has nothing to do until the program has exec'd: it lends the
-// program's process its memory until then (vfork) instead of having it
-// copied (page tables, then a fault per page written). flags adds clone
-// flags: a fresh IPC namespace for a later run.
-static pid_t start_program(struct exec_plan *plan, int flags)
-{
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		fail("pipe");
-	struct child_args args = {plan, pipefd[1]};
-	pid_t child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | flags | SIGCHLD, &args);
-	if (child < 0)
-		fail("fork");
-	// The program's setresuid, on the memory it shared, may have made
-	// the init dumpable again.
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		fail("dumpable");
-	close(pipefd[1]);
-	await_exec(pipefd[0]);
-	return child;
-}
-
-// start_overlapped starts the program's process while the host's tree,
-// still attached, is detached: that waits for the kernel, so the
-// program's process gets ready meanwhile, and execs only once the root is
-// sealed.
-static pid_t start_overlapped(struct config *c, struct exec_plan *plan)
-{
-	int pipefd[2], gofd[2];
-	if (pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(gofd, O_CLOEXEC) < 0)
-		fail("pipe");
-	pid_t child = fork();
-	if (child < 0)
-		fail("fork");
-	if (child == 0) {
-		close(pipefd[0]);
-		close(gofd[1]);
-		exec_program(plan, pipefd[1], gofd[0]);
-	}
-	close(pipefd[1]);
-	close(gofd[0]);
-	// If sealing fails the init exits, and the kernel kills the waiting
-	// process.
-	seal(c);
-	if (write(gofd[1], "g", 1) != 1) {
-		// The program's process ended before it was released: its
-		// reason, if it gave one, is on the error pipe.
-		await_exec(pipefd[0]);
-		fail("release the program");
-	}
-	close(gofd[1]);
-	await_exec(pipefd[0]);
-	return child;
-}
-
 // wait_program reaps orphans until the program's process ends, and
 // returns its wait status.
 static int wait_program(pid_t child)
@@ -1115,6 +1111,195 @@ static int wait_program(pid_t child)
 			return ws;
 	}
 }
+
+// Each run has a PID, IPC and mount namespace of its own, nested in the
+// sandbox's: a first process (the run's init, PID 1 there) is cloned
+// into them, mounts a /proc for the new PID namespace, and starts the
+// program as its only child (PID 2, as in a sandbox of its own, so that
+// signals reach it as they would anywhere: a namespace's PID 1 ignores
+// the ones it has no handler for). When the program ends, the run's init
+// writes its wait status on a pipe and exits, and the kernel kills and
+// reaps everything left in its PID namespace before the sandbox's init
+// can reap it. So nothing of a run, not even a PID counter, an IPC
+// object or a process, is there for the next run of a kept sandbox, and
+// the first run's IPC objects are not the sandbox init's either.
+
+struct run_args {
+	const struct config *c;
+	struct exec_plan *plan;
+	// result is the pipe the run's init writes the program's wait
+	// status to; go, unless -1, the pipe it waits on until the sandbox's
+	// init has sealed the root.
+	int result, go;
+};
+
+// run_stack is the run's init's stack while it shares the sandbox init's
+// memory (the sandbox's init is suspended meanwhile).
+static char run_stack[64 << 10] __attribute__((aligned(16)));
+
+static void kill_rest(void);
+
+// clear_ipc removes the run's SysV IPC objects once it is alone in its
+// namespace. Its IPC namespace would free them too, but later (from a
+// workqueue, after an RCU grace period), while their memory stays
+// charged to the sandbox's cgroup that the next run is measured in.
+static void clear_ipc(void)
+{
+	struct shm_info shm;
+	int max = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&shm);
+	for (int i = 0; i <= max; i++) {
+		struct shmid_ds ds;
+		int id = shmctl(i, SHM_STAT, &ds);
+		if (id >= 0)
+			shmctl(id, IPC_RMID, NULL);
+	}
+	struct msginfo msg;
+	max = msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&msg);
+	for (int i = 0; i <= max; i++) {
+		struct msqid_ds ds;
+		int id = msgctl(i, MSG_STAT, &ds);
+		if (id >= 0)
+			msgctl(id, IPC_RMID, NULL);
+	}
+	struct seminfo sem;
+	max = semctl(0, 0, SEM_INFO, &sem);
+	for (int i = 0; i <= max; i++) {
+		struct semid_ds ds;
+		int id = semctl(i, 0, SEM_STAT, &ds);
+		if (id >= 0)
+			semctl(id, 0, IPC_RMID);
+	}
+}
+
+static int run_main(void *p)
+{
+	const struct run_args *a = p;
+	if (a->go >= 0) {
+		char ready;
+		ssize_t got;
+		do {
+			got = read(a->go, &ready, 1);
+		} while (got < 0 && errno == EINTR);
+		if (got != 1)
+			_exit(125);
+		close(a->go);
+	}
+	// The run's init keeps of the sandbox's init's descriptors only what
+	// it uses: not the detached copy of the host's tree, nor the setup.
+	if (a->c->host >= 0)
+		close(a->c->host);
+	close(NSINIT_CONFIG_FD);
+	// A mount namespace of its own, for a /proc of its PID namespace:
+	// the sandbox's /proc lists the sandbox init's namespace, where the
+	// program's process ids would tell how many the earlier runs made.
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("unshare mount namespace");
+	if (a->c->proc)
+		mount_proc(a->c->proc);
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		fail("pipe");
+	struct child_args args = {a->plan, pipefd[1]};
+	pid_t child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+	if (child < 0)
+		fail("fork");
+	// The program's setresuid, on the memory it shared, may have made
+	// this memory dumpable again.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fail("dumpable");
+	close(pipefd[1]);
+	await_exec(pipefd[0]);
+	int ws = wait_program(child);
+	// Alone in the run's namespaces (kill(-1) reaches everything else in
+	// them), the run's init can remove what the run left there.
+	kill_rest();
+	clear_ipc();
+	if (write(a->result, &ws, sizeof ws) != (ssize_t)sizeof ws)
+		fail("report the program's status");
+	_exit(0);
+}
+
+// reap_runs reaps the runs' inits that have ended or, with nohang unset,
+// waits for every one. Nothing else can be left in the sandbox's PID
+// namespace: every process of a run is in the run's.
+static void reap_runs(int nohang)
+{
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, __WALL | (nohang ? WNOHANG : 0));
+		if (pid > 0 || (pid < 0 && errno == EINTR))
+			continue;
+		return;
+	}
+}
+
+// run_program runs the program in namespaces of its own and returns its
+// wait status once nothing of the run is left. The sandbox's init has
+// nothing to do meanwhile: it lends the run's init its memory (vfork)
+// instead of having it copied. When the host's tree is still attached
+// (overlapped), the run's init is a copy instead, started while the root
+// is sealed (detaching the host's tree waits for the kernel), and waits
+// for it.
+static int run_program(struct config *c, struct exec_plan *plan, int overlapped)
+{
+	// The last run's init counts in the cgroup's processes until it is
+	// reaped: its teardown has had the time since the report to finish.
+	reap_runs(0);
+	int res[2], gofd[2] = {-1, -1};
+	if (pipe2(res, O_CLOEXEC) < 0)
+		fail("pipe");
+	if (overlapped && pipe2(gofd, O_CLOEXEC) < 0)
+		fail("pipe");
+	struct run_args a = {c, plan, res[1], gofd[0]};
+	int flags = CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD;
+	if (!overlapped)
+		flags |= CLONE_VM | CLONE_VFORK;
+	pid_t pid = clone(run_main, run_stack + sizeof run_stack, flags, &a);
+	if (pid < 0)
+		fail("start the run");
+	close(res[1]);
+	if (overlapped) {
+		close(gofd[0]);
+		// If sealing fails the init exits, and the kernel kills the
+		// waiting process.
+		seal(c);
+		// A run's init that ended before it was released ends without
+		// a status, below.
+		ssize_t unused = write(gofd[1], "g", 1);
+		(void)unused;
+		close(gofd[1]);
+	} else if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		fail("dumpable");
+	}
+	// The run's pipes must not stay open once its processes are gone.
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		close(devnull);
+	}
+	// The status comes once the run's init is alone and about to exit.
+	// Its exit then tears its namespaces down (a mount namespace waits
+	// for an RCU grace period): the run is over before that, and the
+	// init reaps it later (reap_runs).
+	int ws;
+	ssize_t n;
+	do {
+		n = read(res[0], &ws, sizeof ws);
+	} while (n < 0 && errno == EINTR);
+	close(res[0]);
+	if (n != (ssize_t)sizeof ws) {
+		// A run's init that could not start the program said why.
+		int rs = wait_program(pid);
+		if (WIFEXITED(rs) && WEXITSTATUS(rs) == 125)
+			_exit(125);
+		errno = 0;
+		fail("the run ended without the program's status (%d)", rs);
+	}
+	return ws;
+}
+
+
 
 // clear_dir removes everything below the directory dirfd, visiting at most
 // *budget entries and depth levels. It returns -1 when that is not enough
@@ -1338,33 +1523,30 @@ static void __attribute__((noreturn)) run(void)
 	finish_plan(&plan);
 
 	// Detaching the host's tree, when it is still attached, waits for the
-	// kernel, and overlaps the start of the program. Otherwise sealing is
+	// kernel, and overlaps the start of the run. Otherwise sealing is
 	// quick and comes first.
-	pid_t child;
-	if (c.old != NULL) {
-		child = start_overlapped(&c, &plan);
-	} else {
+	int overlapped = c.old != NULL;
+	if (!overlapped)
 		seal(&c);
-		child = start_program(&plan, 0);
-	}
 	for (;;) {
-		int ws = wait_program(child);
-		// The report says the run is over: the program and everything
-		// it left. The backend may then hand the workspace back without
+		int ws = run_program(&c, &plan, overlapped);
+		overlapped = 0;
+		// Every process of the run is gone (the run's init killed and
+		// reaped them) but the run's init. The report says the run is
+		// over: the backend may then hand the workspace back without
 		// waiting for the namespaces to be torn down.
-		kill_rest();
 		if (!plan.keep) {
 			report("X %d\n", ws);
 			_exit(0);
 		}
-		// A kept sandbox's next run finds empty scratch mounts, a fresh
-		// IPC namespace (start_program), and the cgroup's counters reset
-		// by the backend.
+		// A kept sandbox's next run finds empty scratch mounts, new PID,
+		// IPC and mount namespaces (run_program), and the cgroup's
+		// counters reset by the backend.
 		reset_scratch(&plan);
 		report("X %d\n", ws);
+		reap_runs(1);
 		c.later = 1;
 		next_run(&c, &plan);
-		child = start_program(&plan, CLONE_NEWIPC);
 	}
 }
 

@@ -41,6 +41,7 @@ const (
 	OpPreopen   = C.OP_PREOPEN
 	OpRemount   = C.OP_REMOUNT
 	OpKeep      = C.OP_KEEP
+	OpUsernsMax = C.OP_USERNS_MAX
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

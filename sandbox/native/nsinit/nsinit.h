@@ -43,6 +43,8 @@ enum nsinit_op {
 	OP_KEEP = 21,    /* (dst, options)...: after the program, kill what is
 			    left, make each dst an empty tmpfs with options
 			    again, and wait for another run */
+	OP_USERNS_MAX = 22, /* name, value: write /proc/sys/user/<name> (a
+			       max_* entry) of the sandbox's user namespace */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"
