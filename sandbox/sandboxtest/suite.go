@@ -72,6 +72,7 @@ func Run(t *testing.T, env Env) {
 		{"OutputLimit", s.testOutputLimit},
 		{"GigabyteOfOutput", s.testGigabyteOutput},
 		{"StreamsCappedSeparately", s.testStreamsSeparately},
+		{"KeepOutput", s.testKeepOutput},
 		{"ForkBomb", s.testForkBomb},
 		{"BackgroundChildKilled", s.testBackgroundChild},
 		{"Cancel", s.testCancel},
