@@ -115,10 +115,30 @@ func isTrailingSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\r' || b == '\v' || b == '\f'
 }
 
+// normSpecial marks the bytes the normalized mode treats apart: line ends
+// and trailing whitespace.
+var normSpecial = [256]bool{'\n': true, ' ': true, '\t': true, '\r': true, '\v': true, '\f': true}
+
 func (m *normMatcher) write(p []byte) {
-	for _, b := range p {
+	for i := 0; i < len(p); i++ {
 		if m.bad {
 			return
+		}
+		b := p[i]
+		if !normSpecial[b] {
+			// A run of ordinary bytes, compared at once.
+			j := i + 1
+			for j < len(p) && !normSpecial[p[j]] {
+				j++
+			}
+			m.settle()
+			if m.bad || j-i > len(m.exp)-m.p || m.exp[m.p:m.p+j-i] != string(p[i:j]) {
+				m.bad = true
+				return
+			}
+			m.p += j - i
+			i = j - 1
+			continue
 		}
 		switch {
 		case b == '\n':
@@ -128,17 +148,10 @@ func (m *normMatcher) write(p []byte) {
 			if m.ws == 0 {
 				m.wsOK = true
 			}
-			if i := m.p + m.nl + m.ws; i >= len(m.exp) || m.exp[i] != b {
+			if at := m.p + m.nl + m.ws; at >= len(m.exp) || m.exp[at] != b {
 				m.wsOK = false
 			}
 			m.ws++
-		default:
-			m.settle()
-			if m.bad || m.p >= len(m.exp) || m.exp[m.p] != b {
-				m.bad = true
-				return
-			}
-			m.p++
 		}
 	}
 }

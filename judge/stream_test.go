@@ -239,3 +239,35 @@ func FuzzMatcher(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMatcher is the cost of judging 1 MiB of output in 64 KiB
+// writes (the capture's reads), per mode, next to the Comparator on the
+// whole output.
+func BenchmarkMatcher(b *testing.B) {
+	out := strings.Repeat("12 3.5 abc\n", 1<<20/11)
+	for _, mode := range streamModes {
+		c, _ := ParseCompare(mode)
+		b.Run(mode+"/stream", func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			for b.Loop() {
+				m := NewMatcher(c, out)
+				for s := out; len(s) > 0; {
+					n := min(len(s), 64<<10)
+					_, _ = m.Write([]byte(s[:n]))
+					s = s[n:]
+				}
+				if !m.Match() {
+					b.Fatal("no match")
+				}
+			}
+		})
+		b.Run(mode+"/whole", func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			for b.Loop() {
+				if !c.Match(out, out) {
+					b.Fatal("no match")
+				}
+			}
+		})
+	}
+}
