@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -57,5 +58,35 @@ func (s *suite) testKeepOutput(t *testing.T) {
 	if len(res.Stdout) != keep || !res.StdoutTruncated || over.count() != 100000 {
 		t.Errorf("past the cap: kept %d bytes (truncated %v), writer saw %d; want %d kept, truncated, 100000 seen",
 			len(res.Stdout), res.StdoutTruncated, over.count(), keep)
+	}
+}
+
+// slowWriter takes its time over each write, as a caller that judges the
+// output as it comes (or a slow terminal) may.
+type slowWriter struct {
+	countingWriter
+	pause time.Duration
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.pause)
+	return w.countingWriter.Write(p)
+}
+
+// testSlowReader: a caller slow to take the output loses none of it. The
+// program ends with much of its output still on its way (in pipes, the
+// engine's buffers); that output is the program's, not a leftover's, and
+// the run waits for it.
+func (s *suite) testSlowReader(t *testing.T) {
+	const size = 1 << 20
+	w := &slowWriter{pause: 10 * time.Millisecond}
+	spec := s.sh("head -c 1048576 /dev/zero")
+	spec.Limits.OutputBytes = 2 * size
+	spec.KeepOutput = 1000
+	spec.Stdout = w
+	res := s.run(t, spec)
+	expect(t, res, sandbox.StatusOK)
+	if got := w.count(); got != size {
+		t.Errorf("the writer got %d bytes of %d", got, size)
 	}
 }

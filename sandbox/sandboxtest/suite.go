@@ -73,6 +73,7 @@ func Run(t *testing.T, env Env) {
 		{"GigabyteOfOutput", s.testGigabyteOutput},
 		{"StreamsCappedSeparately", s.testStreamsSeparately},
 		{"KeepOutput", s.testKeepOutput},
+		{"SlowReader", s.testSlowReader},
 		{"ForkBomb", s.testForkBomb},
 		{"BackgroundChildKilled", s.testBackgroundChild},
 		{"Cancel", s.testCancel},

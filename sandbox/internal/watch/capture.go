@@ -108,6 +108,15 @@ func (c *Capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Taken is how many bytes of the stream the capture took so far (up to the
+// cap), kept or not: it tells output still flowing from a stream held
+// open and quiet.
+func (c *Capture) Taken() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // Close marks the capture done; it is safe to call more than once.
 func (c *Capture) Close() error {
 	c.doneOnce.Do(func() { close(c.done) })

@@ -53,6 +53,9 @@ func TestCaptureKeep(t *testing.T) {
 	if string(got) != "hel" || !truncated || overs != 1 || tee.String() != "helloworld" {
 		t.Fatalf("kept %q truncated %v overs %d tee %q", got, truncated, overs, tee.String())
 	}
+	if c.Taken() != 10 {
+		t.Errorf("Taken = %d, want the 10 bytes under the cap", c.Taken())
+	}
 	// A bound at or above the cap, or not positive, keeps up to the cap.
 	for _, k := range []int64{0, -1, 10, 11} {
 		c := NewCapture(10, nil, func() {}).Keep(k)
