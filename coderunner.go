@@ -199,7 +199,14 @@ func (c *CodeRunner) Engine() (judge.Engine, error) {
 // JudgeOptions are the options the judge runs with, from the
 // configuration.
 func (c *CodeRunner) JudgeOptions() judge.Options {
-	return judge.Options{MaxOutputKB: c.cfg.Limits.MaxOutputSizeKB, Logger: c.log}
+	l := c.cfg.Limits
+	return judge.Options{
+		MaxOutputKB:        l.MaxOutputSizeKB,
+		MaxOutputCeilingKB: l.MaxOutputCeilingKB,
+		KeptOutputKB:       l.KeptOutputKB,
+		KeptOutputTotalKB:  l.KeptOutputTotalKB,
+		Logger:             c.log,
+	}
 }
 
 // DefaultLimits returns the limits a call that names none runs with: spec

@@ -39,7 +39,18 @@
 // test's timeout_ms, or the request's when the test has none (larger or
 // smaller), Memory from memory_limit_mb, CPUs from cpu_limit, and
 // OutputBytes of max(Options.MaxOutputKB KiB, twice the largest expected
-// output); other limits are left to the backend's defaults.
+// output) but at most Options.MaxOutputCeilingKB KiB (a longer expected
+// output is refused); other limits are left to the backend's defaults.
+//
+// Outputs are judged as they stream: a run's stdout goes through a
+// Matcher of the request's mode as the program writes it (a
+// StreamingProgram; other Programs' Results are fed to it after the run),
+// and stderr is only counted and searched for a JVM's OutOfMemoryError.
+// A test result keeps at most Options.KeptOutputKB of stdout
+// (actual_output) and of a runtime error's stderr (error_message), and a
+// request's results at most Options.KeptOutputTotalKB in all, charged as
+// tests finish; a result showing less than the program wrote says
+// truncated.
 //
 // total_timeout_ms is wall-clock time counted from the judge's start
 // (CONTRACT §10), so compilation counts against it; compilation itself is

@@ -16,14 +16,43 @@ import (
 // DefaultMaxOutputKB is spec 000's max_output_size_kb.
 const DefaultMaxOutputKB = 64
 
+// Defaults of the bounds on what a request's outputs may cost.
+const (
+	// DefaultMaxOutputCeilingKB is the highest per-stream output cap that
+	// a request's expected outputs can raise Options.MaxOutputKB to: twice
+	// MaxTestFieldBytes, so that every valid expected output fits.
+	DefaultMaxOutputCeilingKB = 2 * MaxTestFieldBytes >> 10
+	// DefaultKeptOutputKB is how much of each test's stdout (actual_output)
+	// and stderr (a runtime error's error_message) a result keeps.
+	DefaultKeptOutputKB = 64
+	// DefaultKeptOutputTotalKB bounds what a result keeps of the programs'
+	// output over all its tests.
+	DefaultKeptOutputTotalKB = 1024
+)
+
 // Options configure a Judge. Zero fields take their defaults.
 type Options struct {
 	// Parallel is how many tests run at once; default runtime.NumCPU().
 	Parallel int
 	// MaxOutputKB caps each output stream of a run, in KiB; default
-	// DefaultMaxOutputKB. The cap is never below twice the largest
-	// expected output of the request.
+	// DefaultMaxOutputKB. A request raises the cap to twice its largest
+	// expected output, up to MaxOutputCeilingKB.
 	MaxOutputKB int
+	// MaxOutputCeilingKB is the highest cap a request's expected outputs
+	// can raise MaxOutputKB to, in KiB; default DefaultMaxOutputCeilingKB,
+	// and never below MaxOutputKB. A request with a longer expected output
+	// is refused: no answer could fit.
+	MaxOutputCeilingKB int
+	// KeptOutputKB bounds, in KiB, how much of each test's stdout
+	// (actual_output) and stderr (a runtime error's error_message) a
+	// result keeps; default DefaultKeptOutputKB. Outputs are judged whole
+	// as they stream, whatever is kept.
+	KeptOutputKB int
+	// KeptOutputTotalKB bounds, in KiB, what a result keeps of the
+	// programs' output over all its tests; default
+	// DefaultKeptOutputTotalKB. Once it is spent, tests that finish later
+	// keep only their verdicts.
+	KeptOutputTotalKB int
 	// Logger receives warnings (suspicious code, failures of the
 	// machinery); default discards them.
 	Logger *slog.Logger
@@ -43,6 +72,9 @@ type Judge struct {
 	engine    Engine
 	parallel  int
 	maxOutput int64
+	ceiling   int64
+	keep      int64
+	keptTotal int64
 	log       *slog.Logger
 	now       func() time.Time
 	progress  func(int, TestResult)
@@ -58,6 +90,9 @@ func New(engine Engine, opts Options) *Judge {
 		engine:    engine,
 		parallel:  opts.Parallel,
 		maxOutput: int64(opts.MaxOutputKB) * 1024,
+		ceiling:   int64(opts.MaxOutputCeilingKB) * 1024,
+		keep:      int64(opts.KeptOutputKB) * 1024,
+		keptTotal: int64(opts.KeptOutputTotalKB) * 1024,
 		log:       opts.Logger,
 		now:       opts.Now,
 		progress:  opts.Progress,
@@ -67,6 +102,16 @@ func New(engine Engine, opts Options) *Judge {
 	}
 	if j.maxOutput <= 0 {
 		j.maxOutput = DefaultMaxOutputKB * 1024
+	}
+	if j.ceiling <= 0 {
+		j.ceiling = DefaultMaxOutputCeilingKB * 1024
+	}
+	j.ceiling = min(max(j.ceiling, j.maxOutput), sandbox.MaxOutputBytes)
+	if j.keep <= 0 {
+		j.keep = DefaultKeptOutputKB * 1024
+	}
+	if j.keptTotal <= 0 {
+		j.keptTotal = DefaultKeptOutputTotalKB * 1024
 	}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
@@ -101,6 +146,9 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 
 	req = req.WithDefaults()
 	if err := req.Validate(); err != nil {
+		return InvalidRequestResult(req.RequestID, err, elapsed())
+	}
+	if err := j.checkOutputs(req); err != nil {
 		return InvalidRequestResult(req.RequestID, err, elapsed())
 	}
 	cmp, err := ParseCompare(req.Compare)
@@ -157,6 +205,7 @@ func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program
 		OutputBytes: j.outputCap(req),
 	}
 	results := make([]TestResult, len(req.TestCases))
+	kept := &budget{left: j.keptTotal}
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -175,7 +224,7 @@ func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program
 	for range min(j.parallel, len(req.TestCases)) {
 		wg.Go(func() {
 			for i := range next {
-				tr, err := j.runOne(totalCtx, req, i, prog, cmp, base)
+				tr, err := j.runOne(totalCtx, req, i, prog, cmp, base, kept)
 				if err != nil {
 					fail(err)
 					continue
@@ -215,7 +264,7 @@ feed:
 
 // runOne runs test i. A panic in the Engine or here is a failure of the
 // machinery, reported as an error with the stack in the log.
-func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Program, cmp Comparator, limits sandbox.Limits) (tr TestResult, err error) {
+func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Program, cmp Comparator, limits sandbox.Limits, kept *budget) (tr TestResult, err error) {
 	tc := req.TestCases[i]
 	defer func() {
 		if r := recover(); r != nil {
@@ -234,7 +283,10 @@ func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Pr
 	}
 	limits.WallTime, limits.CPUTime = timeout, timeout
 
-	res, err := prog.Run(ctx, []byte(tc.Input), limits)
+	// The output is judged as it streams; the Result keeps only the start
+	// of each stream, for the test's result.
+	out := newOutput(cmp, tc)
+	res, err := RunWithOutput(ctx, prog, []byte(tc.Input), limits, out.runOutput(j.keep))
 	// A run that ended on its own keeps its verdict even if the deadline
 	// passed meanwhile; any other end after the deadline is the deadline's
 	// doing (the backend killed it, or gave up).
@@ -247,7 +299,7 @@ func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Pr
 	if res == nil {
 		return TestResult{}, fmt.Errorf("test %s: the engine returned no result", tc.ID)
 	}
-	tr, err = verdict(tc, req.Language, cmp, res)
+	tr, err = verdict(tc, req.Language, res, out, kept)
 	if err != nil {
 		return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
 	}
@@ -267,13 +319,25 @@ func (j *Judge) stopped(ctx context.Context, tc TestCase) (TestResult, error) {
 
 // outputCap is the per-stream output limit of every run of req: the
 // configured cap, raised to twice the largest expected output so that a
-// correct answer always fits.
+// correct answer always fits, but never above the ceiling: request data
+// does not choose what a run may cost.
 func (j *Judge) outputCap(req ExecutionRequest) int64 {
 	c := j.maxOutput
 	for _, tc := range req.TestCases {
 		c = max(c, 2*int64(len(tc.ExpectedOutput)))
 	}
-	return c
+	return min(c, j.ceiling)
+}
+
+// checkOutputs refuses a request with an expected output longer than the
+// ceiling of the output cap: no answer to it could fit.
+func (j *Judge) checkOutputs(req ExecutionRequest) error {
+	for _, tc := range req.TestCases {
+		if int64(len(tc.ExpectedOutput)) > j.ceiling {
+			return invalidf("Expected output of test %q too large: %d bytes (max %d, the output cap)", tc.ID, len(tc.ExpectedOutput), j.ceiling)
+		}
+	}
+	return nil
 }
 
 func maybeRedact(tc TestCase, tr TestResult, res *sandbox.Result) TestResult {

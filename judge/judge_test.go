@@ -397,7 +397,10 @@ func TestVerdict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := TestCase{ID: "t", ExpectedOutput: "A"}
-			got, err := verdict(tc, tt.language, cmp, tt.res)
+			out := newOutput(cmp, tc)
+			_, _ = out.stdout.Write(tt.res.Stdout)
+			_, _ = out.stderr.Write(tt.res.Stderr)
+			got, err := verdict(tc, tt.language, tt.res, out, nil)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -505,6 +508,8 @@ func TestLimits(t *testing.T) {
 		{name: "defaults", expected: "x", wantOutput: 64 << 10, wantMemory: 256 << 20, wantCPUs: 1},
 		{name: "configured cap", opts: Options{MaxOutputKB: 8}, expected: "x", memoryMB: 16, cpus: 0.5, wantOutput: 8 << 10, wantMemory: 16 << 20, wantCPUs: 0.5},
 		{name: "twice the largest expected output", opts: Options{MaxOutputKB: 8}, expected: strings.Repeat("y", 100<<10), memoryMB: 1024, cpus: 2, wantOutput: 200 << 10, wantMemory: 1 << 30, wantCPUs: 2},
+		{name: "raised no higher than the ceiling", opts: Options{MaxOutputKB: 8, MaxOutputCeilingKB: 150}, expected: strings.Repeat("y", 100<<10), wantOutput: 150 << 10, wantMemory: 256 << 20, wantCPUs: 1},
+		{name: "a ceiling below the cap does not lower it", opts: Options{MaxOutputKB: 64, MaxOutputCeilingKB: 16}, expected: strings.Repeat("y", 10<<10), wantOutput: 64 << 10, wantMemory: 256 << 20, wantCPUs: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

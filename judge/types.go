@@ -107,6 +107,12 @@ type TestResult struct {
 	MemoryUsedKB int64 `json:"memory_used_kb"`
 	// ErrorMessage explains a failure other than a wrong answer, else nil.
 	ErrorMessage *string `json:"error_message"`
+	// Truncated is true when ActualOutput or ErrorMessage holds only the
+	// start of what the program wrote: the output passed the cap, or the
+	// result keeps only so much of each test's output (and of all the
+	// tests' together). The verdict is always on the whole output. Absent
+	// when false, and for hidden tests.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // TestStatus is the verdict on one test case.

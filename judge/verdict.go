@@ -1,9 +1,9 @@
 package judge
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -20,21 +20,35 @@ const (
 // with an ordinary error, so without this the cgroup never sees an OOM kill.
 var javaOOM = []byte("java.lang.OutOfMemoryError")
 
-// verdict turns one run into a test result. When several outcomes apply the
+// verdict turns one run into a test result: res (which keeps only the start
+// of each stream) and out (the whole output, judged as it streamed). The
+// result keeps what kept allows of the kept stdout and, for a runtime
+// error, stderr; Truncated says when that is not all the program wrote.
+// Hidden tests charge nothing: redact empties them. When several outcomes apply the
 // first of these wins: output limit (the program was stopped, its output is
 // incomplete), time limit (spec 000 checks timed_out first), memory (a
 // cgroup OOM kill of any process of the run, or a JVM OutOfMemoryError in a
 // failed run), runtime error, and finally the comparison of a clean exit. An
 // OOM kill wins over a clean exit because the program did exceed its limit
 // even if its main process survived.
-func verdict(tc TestCase, language string, cmp Comparator, res *sandbox.Result) (TestResult, error) {
+func verdict(tc TestCase, language string, res *sandbox.Result, out *output, kept *budget) (TestResult, error) {
+	if tc.IsHidden {
+		kept = &budget{left: 1 << 62}
+	}
+	stdout := string(res.Stdout)
 	tr := TestResult{
 		TestID:          tc.ID,
-		ActualOutput:    string(res.Stdout),
 		ExpectedOutput:  tc.ExpectedOutput,
 		ExecutionTimeMS: res.WallTime.Milliseconds(),
 		MemoryUsedKB:    res.PeakMemory / 1024,
+		Truncated:       res.StdoutTruncated || out.stdout.written() > int64(len(stdout)),
 	}
+	if tr.Truncated {
+		stdout = dropSplitRune(stdout)
+	}
+	var cut bool
+	tr.ActualOutput, cut = kept.take(stdout)
+	tr.Truncated = tr.Truncated || cut
 	failed := res.Status == sandbox.StatusNonzeroExit || res.Status == sandbox.StatusSignaled
 	switch {
 	case res.Status == sandbox.StatusOutputLimit:
@@ -42,17 +56,24 @@ func verdict(tc TestCase, language string, cmp Comparator, res *sandbox.Result) 
 	case res.Status == sandbox.StatusTimeLimit:
 		tr.Status, tr.ErrorMessage = TestTimeout, strp(msgTimedOut)
 	case res.Status == sandbox.StatusMemoryLimit || res.MemoryExceeded,
-		failed && strings.EqualFold(language, "java") && bytes.Contains(res.Stderr, javaOOM):
+		failed && strings.EqualFold(language, "java") && out.stderr.contains():
 		tr.Status, tr.ErrorMessage = TestMemoryExceeded, strp(msgMemoryExceeded)
 	case failed:
 		tr.Status = TestRuntimeError
-		if msg := strings.TrimSpace(string(res.Stderr)); msg != "" {
-			tr.ErrorMessage = strp(msg)
-		} else {
-			tr.ErrorMessage = strp(exitMessage(res))
+		msg := strings.TrimSpace(string(res.Stderr))
+		if out.stderr.written() > int64(len(res.Stderr)) || res.StderrTruncated {
+			// Only the start of stderr was kept: its end is not the end.
+			msg = dropSplitRune(strings.TrimLeftFunc(string(res.Stderr), unicode.IsSpace))
+			tr.Truncated = true
 		}
+		msg, cut = kept.take(msg)
+		tr.Truncated = tr.Truncated || cut
+		if strings.TrimSpace(msg) == "" {
+			msg = exitMessage(res)
+		}
+		tr.ErrorMessage = strp(msg)
 	case res.Status == sandbox.StatusOK:
-		if cmp.Match(tr.ActualOutput, tc.ExpectedOutput) {
+		if out.stdout.match.Match() {
 			tr.Status = TestPassed
 		} else {
 			tr.Status = TestWrongAnswer
@@ -89,6 +110,7 @@ func totalTimeoutResult(tc TestCase) TestResult {
 func redact(tr TestResult, res *sandbox.Result) TestResult {
 	tr.ActualOutput = ""
 	tr.ExpectedOutput = ""
+	tr.Truncated = false
 	if tr.Status == TestRuntimeError && res != nil {
 		tr.ErrorMessage = strp(exitMessage(res))
 	}

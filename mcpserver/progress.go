@@ -78,6 +78,16 @@ func (p progressProgram) Run(ctx context.Context, stdin []byte, limits sandbox.L
 	return res, err
 }
 
+// RunStreaming streams through to the wrapped program, so that judge_code
+// judges outputs without holding them, as the other judges do.
+func (p progressProgram) RunStreaming(ctx context.Context, stdin []byte, limits sandbox.Limits, out judge.RunOutput) (*sandbox.Result, error) {
+	res, err := judge.RunWithOutput(ctx, p.Program, stdin, limits, out)
+	if pr := progressFrom(ctx); pr != nil && ctx.Err() == nil {
+		pr.notify(ctx, true, "")
+	}
+	return res, err
+}
+
 // unavailableEngine stands in when there is no judge engine.
 type unavailableEngine struct{ err error }
 

@@ -36,7 +36,7 @@ type Program struct {
 	closed bool
 }
 
-var _ judge.Program = (*Program)(nil)
+var _ judge.StreamingProgram = (*Program)(nil)
 
 // Language returns the id of the program's language.
 func (p *Program) Language() string { return p.lang.ID }
@@ -65,6 +65,24 @@ func (p *Program) Run(ctx context.Context, stdin []byte, limits sandbox.Limits) 
 		return p.series.Run(ctx, p.spec(stdin, limits))
 	}
 	return p.r.backend.Run(ctx, p.spec(stdin, limits))
+}
+
+// RunStreaming is Run with the program's output handed to out's writers as
+// it is produced and the Result keeping at most out.Keep bytes of each
+// stream (sandbox.Spec.KeepOutput); see judge.StreamingProgram. The judge
+// judges outputs this way without holding them.
+func (p *Program) RunStreaming(ctx context.Context, stdin []byte, limits sandbox.Limits, out judge.RunOutput) (*sandbox.Result, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	spec := p.spec(stdin, limits)
+	spec.Stdout, spec.Stderr, spec.KeepOutput = out.Stdout, out.Stderr, out.Keep
+	if p.series != nil {
+		return p.series.Run(ctx, spec)
+	}
+	return p.r.backend.Run(ctx, spec)
 }
 
 // openSeries gives the program a series of runs if the backend has them.

@@ -35,6 +35,14 @@ type Spec struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
+	// KeepOutput, when positive, bounds how much of each stream the Result
+	// keeps (Result.Stdout and Result.Stderr hold the first KeepOutput
+	// bytes). Stdout and Stderr still receive everything up to
+	// Limits.OutputBytes, and the cap is enforced as usual. Zero keeps up
+	// to Limits.OutputBytes. A caller that judges the output as it streams
+	// sets it so that a large cap costs no memory.
+	KeepOutput int64
+
 	// Dir is the working directory inside the sandbox. Empty means
 	// WorkspaceDir.
 	Dir string

@@ -49,6 +49,9 @@ func (s *Spec) Validate() error {
 	if s.Dir != "" && (!path.IsAbs(s.Dir) || strings.IndexByte(s.Dir, 0) >= 0) {
 		return fmt.Errorf("%w: Dir %q is not an absolute path", ErrInvalidSpec, s.Dir)
 	}
+	if s.KeepOutput < 0 {
+		return fmt.Errorf("%w: KeepOutput %d is negative", ErrInvalidSpec, s.KeepOutput)
+	}
 	if len(s.Mounts) > MaxMounts {
 		return fmt.Errorf("%w: %d Mounts, more than %d", ErrInvalidSpec, len(s.Mounts), MaxMounts)
 	}

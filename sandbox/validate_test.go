@@ -41,6 +41,7 @@ func TestSpecValidate(t *testing.T) {
 		{"wall", func(s *Spec) { s.Limits.WallTime = 2 * MaxWallTime }, "WallTime"},
 		{"processes", func(s *Spec) { s.Limits.Processes = MaxProcesses + 1 }, "Processes"},
 		{"output", func(s *Spec) { s.Limits.OutputBytes = -1 }, "OutputBytes"},
+		{"keep output", func(s *Spec) { s.KeepOutput = -1 }, "KeepOutput"},
 		{"open files", func(s *Spec) { s.Limits.OpenFiles = 3 }, "OpenFiles"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/runner"
 )
@@ -154,7 +156,8 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		prog = &progress{w: a.Stderr, total: len(tests)}
 		fmt.Fprintf(a.Stderr, "compiling and judging %d tests...", len(tests))
 	}
-	jopts := judge.Options{Parallel: f.parallel, Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB}
+	jopts := judgeOptions(cfg, log)
+	jopts.Parallel = f.parallel
 	if prog != nil {
 		jopts.Progress = prog.done
 	}
@@ -183,6 +186,19 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		}
 	}
 	return ExitFailure
+}
+
+// judgeOptions are the judge's bounds from the configuration, for
+// coderunner judge and /v1/judge.
+func judgeOptions(cfg *config.Config, log *slog.Logger) judge.Options {
+	l := cfg.Limits
+	return judge.Options{
+		Logger:             log,
+		MaxOutputKB:        l.MaxOutputSizeKB,
+		MaxOutputCeilingKB: l.MaxOutputCeilingKB,
+		KeptOutputKB:       l.KeptOutputKB,
+		KeptOutputTotalKB:  l.KeptOutputTotalKB,
+	}
 }
 
 // judgeSandboxError reports a sandbox that could not be set up.

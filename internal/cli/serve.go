@@ -141,7 +141,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	if store != nil {
 		srvOpts.Sessions = store
 	}
-	judgeOpts := judge.Options{Logger: log, MaxOutputKB: cfg.Limits.MaxOutputSizeKB}
+	judgeOpts := judgeOptions(cfg, log)
 	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxPerTest: cfg.Backend.SandboxPerTest})
 	if engErr != nil {
 		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", engErr)

@@ -105,6 +105,15 @@ type Limits struct {
 	TotalTimeoutMS int `yaml:"total_timeout_ms"`
 	// MaxOutputSizeKB caps a test's output.
 	MaxOutputSizeKB int `yaml:"max_output_size_kb"`
+	// MaxOutputCeilingKB is the highest cap a request's expected outputs
+	// can raise MaxOutputSizeKB to (twice the largest of them).
+	MaxOutputCeilingKB int `yaml:"max_output_ceiling_kb"`
+	// KeptOutputKB is how much of each test's stdout and stderr a judge
+	// result keeps (actual_output, error_message).
+	KeptOutputKB int `yaml:"kept_output_kb"`
+	// KeptOutputTotalKB bounds what a judge result keeps of the outputs
+	// over all its tests.
+	KeptOutputTotalKB int `yaml:"kept_output_total_kb"`
 	// MaxProcesses is the judge's process limit per test.
 	MaxProcesses int `yaml:"max_processes"`
 
@@ -233,7 +242,11 @@ func Default() *Config {
 			PerTestTimeoutMS: 5000,
 			TotalTimeoutMS:   60000,
 			MaxOutputSizeKB:  64,
-			MaxProcesses:     64,
+			// 2 * judge.MaxTestFieldBytes: every valid expected output fits.
+			MaxOutputCeilingKB: 16384,
+			KeptOutputKB:       64,
+			KeptOutputTotalKB:  1024,
+			MaxProcesses:       64,
 			Run: RunLimits{
 				Timeout:        Duration(30 * time.Second),
 				MemoryMB:       256,

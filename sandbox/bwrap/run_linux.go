@@ -241,8 +241,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		default:
 		}
 	}
-	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) })
-	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) })
+	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
+	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: unable to start bwrap: %w", sandbox.ErrSetup, err)

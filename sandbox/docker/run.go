@@ -24,9 +24,11 @@ import (
 // Bounds on waits that only a broken engine could exceed.
 const (
 	drainTimeout = 2 * time.Second
-	// lingerTimeout is how long output may stay open after the program
-	// exited before the processes holding it (a background child) are
-	// killed with the container.
+	// lingerTimeout is how long output may stay open, and quiet, after
+	// the program exited before the processes holding it (a background
+	// child) are killed with the container. Output still arriving is
+	// waited for: the engine may hold much of it when the caller reads
+	// slowly.
 	lingerTimeout = 50 * time.Millisecond
 	// statsPause bounds the pause between two readings of the engine's
 	// counters: on a reused container they are the run's memory peak.
@@ -198,8 +200,8 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 		default:
 		}
 	}
-	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) })
-	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) })
+	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
+	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
 	since := time.Now()
 	hj, err := b.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
 	if err != nil {
@@ -239,6 +241,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	defer poll.Stop()
 	delay := time.Millisecond
 	var linger <-chan time.Time
+	var lingerTaken int64 // output taken when linger was armed
 wait:
 	for {
 		select {
@@ -259,8 +262,10 @@ wait:
 				if streamsDone == nil {
 					break wait
 				}
-				// Its output is held open by something it left running.
+				// Its output is still on its way, or held open by
+				// something it left running.
 				linger = time.After(lingerTimeout)
+				lingerTaken = stdout.Taken() + stderr.Taken()
 				continue
 			}
 			delay = min(2*delay, maxPoll)
@@ -269,6 +274,12 @@ wait:
 			}
 			poll.Reset(delay)
 		case <-linger:
+			if n := stdout.Taken() + stderr.Taken(); n != lingerTaken {
+				// Still flowing: the program's own output, late. The
+				// output caps and the wall limit bound the wait.
+				linger, lingerTaken = time.After(lingerTimeout), n
+				continue
+			}
 			break wait
 		case <-wall.C:
 			reason = watch.ReasonWall

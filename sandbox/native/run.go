@@ -147,8 +147,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		}
 		_ = sp.proc.Kill()
 	}
-	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, overOutput)
-	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, overOutput)
+	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, overOutput).Keep(s.KeepOutput)
+	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, overOutput).Keep(s.KeepOutput)
 	go stdout.Drain(sp.stdout)
 	go stderr.Drain(sp.stderr)
 	status := make(chan []byte, 1)

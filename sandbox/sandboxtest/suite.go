@@ -79,6 +79,8 @@ func Run(t *testing.T, env Env) {
 		{"OutputLimit", s.testOutputLimit},
 		{"GigabyteOfOutput", s.testGigabyteOutput},
 		{"StreamsCappedSeparately", s.testStreamsSeparately},
+		{"KeepOutput", s.testKeepOutput},
+		{"SlowReader", s.testSlowReader},
 		{"ForkBomb", s.testForkBomb},
 		{"BackgroundChildKilled", s.testBackgroundChild},
 		{"Cancel", s.testCancel},

@@ -36,6 +36,31 @@ const cSum = `#include <stdio.h>
 int main(void) { long a, b; if (scanf("%ld %ld", &a, &b) != 2) return 1; printf("%ld\n", a + b); return 0; }
 `
 
+// cFlood answers by its input: "pass" prints its 1 MiB expected output,
+// "late" the same with the last byte wrong (both with 2 MiB on stderr),
+// and the others write 2 MiB to each stream, "crash" then exiting 1.
+const cFlood = `#include <stdio.h>
+#include <string.h>
+static char buf[1 << 20];
+int main(void) {
+	char mode[16] = {0};
+	if (scanf("%15s", mode) != 1) return 2;
+	memset(buf, 'x', sizeof buf);
+	if (!strcmp(mode, "pass") || !strcmp(mode, "late")) {
+		if (mode[0] == 'l') buf[sizeof buf - 1] = 'y';
+		fwrite(buf, 1, sizeof buf, stdout);
+		fwrite(buf, 1, sizeof buf, stderr);
+		fwrite(buf, 1, sizeof buf, stderr);
+		return 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		fwrite(buf, 1, sizeof buf, stdout);
+		fwrite(buf, 1, sizeof buf, stderr);
+	}
+	return mode[0] == 'c';
+}
+`
+
 // CacheDir is a new compile cache directory, removed when the test ends,
 // that the sandbox's users can reach: they mount compiled programs from
 // it, and t.TempDir's private parent would hide them.
@@ -121,6 +146,52 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 		})
 		if res.Status != judge.StatusAllPassed {
 			t.Fatalf("status %s: %s", res.Status, Describe(res))
+		}
+	})
+
+	// OutputFlood: a program writing 2 MiB to each stream of every test,
+	// under a cap raised to 2 MiB by a 1 MiB expected output. The verdicts
+	// are on the whole outputs; the result keeps 64 KiB of each test's
+	// streams and 256 KiB in all.
+	t.Run("OutputFlood", func(t *testing.T) {
+		r, err := runner.New(backend, langs, runner.Options{CacheDir: CacheDir(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const total = 256 << 10
+		fj := judge.New(r, judge.Options{Parallel: 2, KeptOutputKB: 64, KeptOutputTotalKB: total >> 10})
+		big := strings.Repeat("x", 1<<20)
+		tests := []judge.TestCase{{ID: "pass", Input: "pass", ExpectedOutput: big}, {ID: "late", Input: "late", ExpectedOutput: big}}
+		want := []judge.TestStatus{judge.TestPassed, judge.TestWrongAnswer}
+		for i := range 8 {
+			if i%2 == 0 {
+				tests = append(tests, judge.TestCase{ID: fmt.Sprint("crash", i), Input: "crash", ExpectedOutput: "x"})
+				want = append(want, judge.TestRuntimeError)
+			} else {
+				tests = append(tests, judge.TestCase{ID: fmt.Sprint("wrong", i), Input: "wrong", ExpectedOutput: "x"})
+				want = append(want, judge.TestWrongAnswer)
+			}
+		}
+		res := fj.Execute(context.Background(), judge.ExecutionRequest{
+			RequestID: "flood", Code: cFlood, Language: "c", TestCases: tests, TimeoutMS: 20000, TotalTimeoutMS: 300000,
+		})
+		if len(res.TestResults) != len(tests) {
+			t.Fatalf("status %s, %d results: %.2000s", res.Status, len(res.TestResults), describe(res))
+		}
+		kept := 0
+		for i, tr := range res.TestResults {
+			n := len(tr.ActualOutput)
+			if tr.ErrorMessage != nil {
+				n += len(*tr.ErrorMessage)
+			}
+			kept += n
+			if tr.Status != want[i] || !tr.Truncated || n > 2*64<<10 {
+				t.Errorf("test %s: %s, %d bytes kept, truncated %v; want %s, at most %d bytes, truncated", tr.TestID, tr.Status, n, tr.Truncated, want[i], 2*64<<10)
+			}
+		}
+		// Past the budget a runtime error still says how it ended.
+		if kept > total+len(tests)*len("Exit code: 1") {
+			t.Errorf("the result keeps %d bytes of output, over its %d budget", kept, total)
 		}
 	})
 

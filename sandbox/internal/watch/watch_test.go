@@ -30,6 +30,42 @@ func TestCapture(t *testing.T) {
 	}
 }
 
+// TestCaptureKeep: a bound on what is kept leaves the cap and the tee
+// alone; the stream is still cut at the cap.
+func TestCaptureKeep(t *testing.T) {
+	var tee bytes.Buffer
+	overs := 0
+	c := NewCapture(10, &tee, func() { overs++ }).Keep(3)
+	if n, err := c.Write([]byte("hello")); n != 5 || err != nil {
+		t.Fatalf("write under the cap: %d, %v", n, err)
+	}
+	if n, err := c.Write([]byte("worl")); n != 4 || err != nil {
+		t.Fatalf("write under the cap: %d, %v", n, err)
+	}
+	got, truncated := c.Result()
+	if string(got) != "hel" || truncated || tee.String() != "helloworl" {
+		t.Fatalf("kept %q truncated %v tee %q", got, truncated, tee.String())
+	}
+	if _, err := c.Write([]byte("d!")); !errors.Is(err, ErrOverCap) {
+		t.Fatalf("write past the cap: %v, want ErrOverCap", err)
+	}
+	got, truncated = c.Result()
+	if string(got) != "hel" || !truncated || overs != 1 || tee.String() != "helloworld" {
+		t.Fatalf("kept %q truncated %v overs %d tee %q", got, truncated, overs, tee.String())
+	}
+	if c.Taken() != 10 {
+		t.Errorf("Taken = %d, want the 10 bytes under the cap", c.Taken())
+	}
+	// A bound at or above the cap, or not positive, keeps up to the cap.
+	for _, k := range []int64{0, -1, 10, 11} {
+		c := NewCapture(10, nil, func() {}).Keep(k)
+		_, _ = c.Write([]byte("0123456789"))
+		if got, _ := c.Result(); len(got) != 10 {
+			t.Errorf("Keep(%d): kept %d bytes, want 10", k, len(got))
+		}
+	}
+}
+
 func TestCaptureDrain(t *testing.T) {
 	c := NewCapture(1<<20, nil, func() { t.Error("over called under the cap") })
 	c.Drain(strings.NewReader(strings.Repeat("x", 200000)))
