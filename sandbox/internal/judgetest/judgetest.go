@@ -176,7 +176,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 			RequestID: "flood", Code: cFlood, Language: "c", TestCases: tests, TimeoutMS: 20000, TotalTimeoutMS: 300000,
 		})
 		if len(res.TestResults) != len(tests) {
-			t.Fatalf("status %s, %d results: %.2000s", res.Status, len(res.TestResults), describe(res))
+			t.Fatalf("status %s, %d results: %.2000s", res.Status, len(res.TestResults), Describe(res))
 		}
 		kept := 0
 		for i, tr := range res.TestResults {
