@@ -19,7 +19,7 @@ func testPlan() *plan {
 		},
 		uid: 1000, etcDir: "/run/x/etc", ldCache: true,
 		fileFDs:   []int{6, 7},
-		seccompFD: 3, infoFD: 4, blockFD: 5,
+		seccompFD: 3, statusFD: 4, blockFD: 5,
 		link: func(s string) (string, bool, error) {
 			if s == "/lib" {
 				return "usr/lib", true, nil
@@ -63,7 +63,7 @@ func TestArgs(t *testing.T) {
 		{"default file mode", []string{"--perms", "0644", "--file", "6", "/workspace/main.py"}},
 		{"read-only root", []string{"--remount-ro", "/"}},
 		{"clean environment", []string{"--chdir", "/workspace", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "A", "b=c"}},
-		{"filter and handshake", []string{"--seccomp", "3", "--info-fd", "4", "--block-fd", "5", "--", "/usr/bin/python3", "main.py"}},
+		{"filter and handshake", []string{"--seccomp", "3", "--json-status-fd", "4", "--block-fd", "5", "--", "/usr/bin/python3", "main.py"}},
 	} {
 		if index(args, tc.run...) < 0 {
 			t.Errorf("%s: %q missing from\n%s", tc.name, tc.run, strings.Join(args, " "))
