@@ -152,3 +152,24 @@ func FuzzParseInfo(f *testing.F) {
 		}
 	})
 }
+
+func TestTooOld(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		old     bool
+	}{
+		{"bubblewrap 0.8.0", false},
+		{"bubblewrap 0.5.0", false},
+		{"bubblewrap 0.11.0", false},
+		{"bubblewrap 1.0", false},
+		{"bubblewrap 0.4.1", true},
+		{"bubblewrap 0.3.3", true},
+		{"", false},
+		{"bubblewrap", false},
+		{"bubblewrap x.y", false},
+	} {
+		if got := tooOld(tc.version); got != tc.old {
+			t.Errorf("tooOld(%q) = %v, want %v", tc.version, got, tc.old)
+		}
+	}
+}
