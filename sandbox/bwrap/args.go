@@ -28,9 +28,9 @@ type plan struct {
 	// fileFDs are the descriptors holding spec.Files, one each, when
 	// bwrap makes the private workspace itself.
 	fileFDs []int
-	// seccompFD, infoFD and blockFD are bwrap's --seccomp, --info-fd and
-	// --block-fd.
-	seccompFD, infoFD, blockFD int
+	// seccompFD, statusFD and blockFD are bwrap's --seccomp,
+	// --json-status-fd and --block-fd.
+	seccompFD, statusFD, blockFD int
 	// link reports whether a mount source is a symbolic link and where it
 	// points; such a mount is recreated as the same link.
 	link func(source string) (target string, ok bool, err error)
@@ -121,7 +121,7 @@ func (p *plan) args() ([]string, error) {
 	}
 	a = append(a,
 		"--seccomp", strconv.Itoa(p.seccompFD),
-		"--info-fd", strconv.Itoa(p.infoFD),
+		"--json-status-fd", strconv.Itoa(p.statusFD),
 		"--block-fd", strconv.Itoa(p.blockFD),
 		"--")
 	return append(a, s.Args...), nil

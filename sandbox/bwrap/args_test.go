@@ -19,7 +19,7 @@ func testPlan() *plan {
 		},
 		uid: 1000, etcDir: "/run/x/etc", ldCache: true,
 		fileFDs:   []int{6, 7},
-		seccompFD: 3, infoFD: 4, blockFD: 5,
+		seccompFD: 3, statusFD: 4, blockFD: 5,
 		link: func(s string) (string, bool, error) {
 			if s == "/lib" {
 				return "usr/lib", true, nil
@@ -63,7 +63,7 @@ func TestArgs(t *testing.T) {
 		{"default file mode", []string{"--perms", "0644", "--file", "6", "/workspace/main.py"}},
 		{"read-only root", []string{"--remount-ro", "/"}},
 		{"clean environment", []string{"--chdir", "/workspace", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "A", "b=c"}},
-		{"filter and handshake", []string{"--seccomp", "3", "--info-fd", "4", "--block-fd", "5", "--", "/usr/bin/python3", "main.py"}},
+		{"filter and handshake", []string{"--seccomp", "3", "--json-status-fd", "4", "--block-fd", "5", "--", "/usr/bin/python3", "main.py"}},
 	} {
 		if index(args, tc.run...) < 0 {
 			t.Errorf("%s: %q missing from\n%s", tc.name, tc.run, strings.Join(args, " "))
@@ -151,4 +151,25 @@ func FuzzParseInfo(f *testing.F) {
 			t.Fatalf("parseInfo(%q) accepted pid %d", data, pid)
 		}
 	})
+}
+
+func TestTooOld(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		old     bool
+	}{
+		{"bubblewrap 0.8.0", false},
+		{"bubblewrap 0.5.0", false},
+		{"bubblewrap 0.11.0", false},
+		{"bubblewrap 1.0", false},
+		{"bubblewrap 0.4.1", true},
+		{"bubblewrap 0.3.3", true},
+		{"", false},
+		{"bubblewrap", false},
+		{"bubblewrap x.y", false},
+	} {
+		if got := tooOld(tc.version); got != tc.old {
+			t.Errorf("tooOld(%q) = %v, want %v", tc.version, got, tc.old)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -90,6 +91,9 @@ func New(opts Options) (*Backend, error) {
 	b.path = p
 	if out, err := exec.Command(p, "--version").Output(); err == nil {
 		b.version = strings.TrimSpace(string(out))
+	}
+	if tooOld(b.version) {
+		return nil, fmt.Errorf("%w: %s is too old: the bwrap backend needs bubblewrap %s or later (--json-status-fd)", sandbox.ErrUnavailable, b.version, minVersion)
 	}
 	prog, err := seccomp.Program()
 	if err != nil {
@@ -199,3 +203,32 @@ func orElse(s, def string) string {
 func BaseMounts() []sandbox.Mount { return sandbox.SystemMounts() }
 
 var errNoInfo = errors.New("bwrap exited before its sandbox was set up")
+
+// minVersion is the first bubblewrap with --json-status-fd, whose
+// {"exit-code"} tells that the program was executed.
+const minVersion = "0.5.0"
+
+// tooOld reports whether bwrap --version ("bubblewrap 0.8.0") names a
+// version before minVersion. A version it cannot read is not judged: the
+// first run says what is wrong.
+func tooOld(version string) bool {
+	_, v, ok := strings.Cut(version, " ")
+	if !ok {
+		return false
+	}
+	parse := func(v string) (major, minor int, ok bool) {
+		parts := strings.SplitN(v, ".", 3)
+		if len(parts) < 2 {
+			return 0, 0, false
+		}
+		major, err1 := strconv.Atoi(parts[0])
+		minor, err2 := strconv.Atoi(parts[1])
+		return major, minor, err1 == nil && err2 == nil
+	}
+	major, minor, ok := parse(strings.TrimSpace(v))
+	if !ok {
+		return false
+	}
+	wantMajor, wantMinor, _ := parse(minVersion)
+	return major < wantMajor || major == wantMajor && minor < wantMinor
+}

@@ -7,13 +7,20 @@
 //
 // Bubblewrap has no resource limits of its own. The backend puts each run
 // in a cgroup of its own (internal/cgroup, v1 or v2) before the program
-// starts: bwrap is started with --info-fd and --block-fd, so that it
-// reports the pid of its sandbox child and then waits; the backend moves
-// bwrap and that child into the run's cgroup (on v2 bwrap is cloned into
-// it directly), sets the child's rlimits with prlimit, and only then lets
-// it go. Wall time, CPU time (watched on the cgroup at a pace set by the
-// time left) and output caps are enforced exactly as on the native
+// starts: bwrap is started with --json-status-fd and --block-fd, so that
+// it reports the pid of its sandbox child and then waits; the backend
+// moves bwrap and that child into the run's cgroup (on v2 bwrap is cloned
+// into it directly), sets the child's rlimits with prlimit, and only then
+// lets it go. Wall time, CPU time (watched on the cgroup at a pace set by
+// the time left) and output caps are enforced exactly as on the native
 // backend, and the same measurements are reported.
+//
+// Whether a run that bwrap ended by itself was the program's or a failure
+// to build the sandbox is decided by bwrap's status stream alone: bwrap
+// reports the child's exit code there only if it executed the program.
+// The program shares bwrap's stderr and could print bwrap's messages, but
+// it has no descriptor of the status stream; its stderr is only the
+// reason given when the program never ran.
 //
 // As root, bwrap itself runs as an unprivileged host uid (HostUIDBase+1000)
 // and creates its own user namespace, in which user code is uid 1000: user

@@ -1,7 +1,6 @@
 package bwrap
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,13 +138,13 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		return nil, err
 	}
 
-	// Descriptors 3, 4 and 5 are the filter, the info pipe and the block
-	// pipe; the files of a private workspace follow.
+	// Descriptors 3, 4 and 5 are the filter, the status pipe and the
+	// block pipe; the files of a private workspace follow.
 	filterW, filterR, err := r.pipe(true)
 	if err != nil {
 		return nil, err
 	}
-	infoR, infoW, err := r.pipe(false)
+	statusR, statusW, err := r.pipe(false)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +152,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra := []*os.File{filterR, infoW, blockR}
-	p.seccompFD, p.infoFD, p.blockFD = 3, 4, 5
+	extra := []*os.File{filterR, statusW, blockR}
+	p.seccompFD, p.statusFD, p.blockFD = 3, 4, 5
 	if s.Workspace == "" && p.workspace == "" {
 		for _, f := range s.Files {
 			mf, err := memfd(f.Path, f.Content)
@@ -259,8 +258,9 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	r.child = nil
 	go stdout.Drain(outR)
 	go stderr.Drain(errR)
+	status := readStatus(statusR)
 
-	child, err := r.awaitChild(ctx, infoR)
+	child, err := r.awaitChild(ctx, status)
 	if err != nil {
 		if errors.Is(err, errNoInfo) {
 			return nil, r.bwrapFailed(err, stderr)
@@ -317,6 +317,15 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if reason == watch.ReasonCancel {
 		return nil, ctx.Err()
 	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if reason == watch.ReasonNone && !ws.Signaled() {
+		// bwrap ended by itself: whether the program ran is bwrap's
+		// word on its status pipe, never what came on stderr, which
+		// the program shares.
+		if err := r.programRan(status); err != nil {
+			return nil, r.bwrapFailed(err, stderr)
+		}
+	}
 	drained := time.NewTimer(drainTimeout)
 	defer drained.Stop()
 	for _, c := range []*watch.Capture{stdout, stderr} {
@@ -345,18 +354,12 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if reason == watch.ReasonNone && res.Truncated() {
 		reason = watch.ReasonOutput
 	}
-	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case reason != watch.ReasonNone || ws.Signaled():
 		// bwrap itself was killed: by us, or by the OOM killer.
 		res.ExitCode, res.Signal = -1, syscall.SIGKILL
 	default:
 		res.ExitCode, res.Signal = watch.DecodeExit(ws.ExitStatus())
-		if res.ExitCode == 1 && bytes.HasPrefix(res.Stderr, []byte("bwrap: ")) && !res.Truncated() {
-			// bwrap could not finish the sandbox or exec the program
-			// (its interpreter is missing).
-			return nil, fmt.Errorf("%w: %s", sandbox.ErrSetup, strings.TrimSpace(string(res.Stderr)))
-		}
 	}
 	watch.Decide(res, reason, lim.CPUTime)
 	return res, nil
@@ -420,9 +423,10 @@ func (r *run) prepare(p *plan) error {
 }
 
 // bwrapFailed is err, the failure of a run whose program has not started,
-// with the reason bwrap gave when it exited. Until the block pipe lets the
-// program go, whatever comes on the sandbox's stderr is bwrap's own
-// ("bwrap: Can't find source path ..."). A bwrap still running after
+// with the reason bwrap gave when it exited. Until the program is
+// executed, whatever comes on the sandbox's stderr is bwrap's own
+// ("bwrap: Can't find source path ..."): before the block pipe lets it go,
+// or when bwrap's status says it never ran (see programRan). A bwrap still running after
 // drainTimeout did not fail by itself: err alone, and close kills it.
 func (r *run) bwrapFailed(err error, stderr *watch.Capture) error {
 	timer := time.NewTimer(drainTimeout)
@@ -522,27 +526,70 @@ func unreachable(uid int, paths []string) ([]string, error) {
 	return blocked, err
 }
 
-// awaitChild reads bwrap's --info-fd report and returns the host pid of
-// its sandbox child, which now waits on the block pipe.
-func (r *run) awaitChild(ctx context.Context, info *os.File) (int, error) {
-	type report struct {
-		pid int
-		err error
-	}
-	got := make(chan report, 1)
+// status follows bwrap's --json-status-fd. bwrap's monitor writes a first
+// document naming the sandbox child ({"child-pid": N, ...}) before that
+// child goes on, and {"exit-code": N} when the child ends only if the
+// program was executed: bwrap learns it from a close-on-exec pipe the child
+// writes one byte to just before execvp (and a second one if execvp
+// fails). Neither descriptor is open in the sandbox, so nothing the program
+// does can write to this stream or forge what it says.
+type status struct {
+	// child receives the first document's child pid, or why there is
+	// none.
+	child chan childReport
+	// ran receives, once the stream ended, whether bwrap reported the
+	// program's exit.
+	ran chan bool
+}
+
+type childReport struct {
+	pid int
+	err error
+}
+
+// maxStatus bounds what is read of bwrap's status stream.
+const maxStatus = 64 << 10
+
+// readStatus reads bwrap's status stream until it ends, which is when
+// bwrap's monitor exits (or close closes f).
+func readStatus(f io.Reader) *status {
+	st := &status{child: make(chan childReport, 1), ran: make(chan bool, 1)}
 	go func() {
-		data, err := readInfo(info)
-		if err != nil {
-			got <- report{err: err}
+		dec := json.NewDecoder(io.LimitReader(f, maxStatus))
+		var first json.RawMessage
+		if err := dec.Decode(&first); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errNoInfo
+			} else {
+				err = fmt.Errorf("%w: reading bwrap's status: %w", sandbox.ErrSetup, err)
+			}
+			st.child <- childReport{err: err}
+			st.ran <- false
 			return
 		}
-		pid, err := parseInfo(data)
-		got <- report{pid: pid, err: err}
+		pid, err := parseInfo(first)
+		st.child <- childReport{pid: pid, err: err}
+		ran := false
+		for err == nil {
+			var doc struct {
+				ExitCode *int `json:"exit-code"`
+			}
+			if err = dec.Decode(&doc); err == nil && doc.ExitCode != nil {
+				ran = true
+			}
+		}
+		st.ran <- ran
 	}()
+	return st
+}
+
+// awaitChild waits for bwrap's first status document and returns the host
+// pid of its sandbox child, which now waits on the block pipe.
+func (r *run) awaitChild(ctx context.Context, st *status) (int, error) {
 	timer := time.NewTimer(setupTimeout)
 	defer timer.Stop()
 	select {
-	case rep := <-got:
+	case rep := <-st.child:
 		return rep.pid, rep.err
 	case <-timer.C:
 		return 0, fmt.Errorf("%w: bwrap did not report its sandbox within %v", sandbox.ErrSetup, setupTimeout)
@@ -551,38 +598,35 @@ func (r *run) awaitChild(ctx context.Context, info *os.File) (int, error) {
 	}
 }
 
-// readInfo reads the info document: bwrap writes it whole and then keeps
-// the descriptor open until it exits, so it is read up to its closing
-// brace.
-func readInfo(f *os.File) ([]byte, error) {
-	var buf []byte
-	chunk := make([]byte, 1024)
-	for len(buf) < 64<<10 {
-		n, err := f.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		if json.Valid(bytes.TrimSpace(buf)) {
-			return buf, nil
+// programRan reports, once bwrap exited by itself, whether it had executed
+// the program: nil if so, else why the run is a setup error. bwrap's
+// monitor has exited, so the stream ends at once; drainTimeout only bounds
+// a stream something else would still hold open.
+func (r *run) programRan(st *status) error {
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+	select {
+	case ran := <-st.ran:
+		if !ran {
+			return fmt.Errorf("%w: bwrap did not report the program's exit", sandbox.ErrSetup)
 		}
-		if err == io.EOF {
-			return nil, errNoInfo
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-		}
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("%w: bwrap's status still open after it exited", sandbox.ErrSetup)
 	}
-	return nil, fmt.Errorf("%w: bwrap's info document is too large", sandbox.ErrSetup)
 }
 
-// parseInfo extracts the sandbox child's pid from bwrap's info document.
+// parseInfo extracts the sandbox child's pid from bwrap's first status
+// document.
 func parseInfo(data []byte) (int, error) {
 	var info struct {
 		ChildPID *int `json:"child-pid"`
 	}
 	if err := json.Unmarshal(data, &info); err != nil {
-		return 0, fmt.Errorf("%w: malformed bwrap info: %w", sandbox.ErrSetup, err)
+		return 0, fmt.Errorf("%w: malformed bwrap status: %w", sandbox.ErrSetup, err)
 	}
 	if info.ChildPID == nil || *info.ChildPID <= 1 {
-		return 0, fmt.Errorf("%w: bwrap info has no child pid: %.200q", sandbox.ErrSetup, data)
+		return 0, fmt.Errorf("%w: bwrap status has no child pid: %.200q", sandbox.ErrSetup, data)
 	}
 	return *info.ChildPID, nil
 }
