@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/coderunner/coderunner/internal/httpguard"
 )
 
 type ctxKey int
@@ -102,18 +104,55 @@ func levelFor(route string) slog.Level {
 	return slog.LevelInfo
 }
 
-// authorize requires the API token when one is set.
+// authorize requires one of the API tokens when they are set.
 func (s *Server) authorize(next http.Handler) http.Handler {
-	if s.tokenHash == nil {
+	if len(s.tokenHashes) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		// Comparing digests keeps the time independent of the length of
-		// the token as well as of its content.
+		// the token as well as of its content; every token is compared,
+		// so the time does not say which matched either.
 		h := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(h[:], s.tokenHash) != 1 {
+		match := 0
+		for _, th := range s.tokenHashes {
+			match |= subtle.ConstantTimeCompare(h[:], th)
+		}
+		if !ok || match != 1 {
 			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guard refuses, with 403, a request whose Host or Origin is not this
+// server's (httpguard.Hosts): a web page the caller visits must not be
+// able to drive the API through the caller's browser, whether by DNS
+// rebinding onto a loopback listener or by a cross-site request.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.hosts.Check(r); err != nil {
+			writeError(w, r, http.StatusForbidden, CodeForbidden, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireJSON refuses, with 415, a body that does not say it is JSON. A
+// web page can post text/plain, a form or multipart to any address
+// without asking the server first; application/json makes the browser ask
+// (a CORS preflight), which this server never grants.
+func (s *Server) requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ct := r.Header.Get("Content-Type"); !httpguard.IsJSON(ct) {
+			msg := fmt.Sprintf("Content-Type %q is not application/json: send the JSON body with Content-Type: application/json", ct)
+			if ct == "" {
+				msg = "Content-Type is missing: send the JSON body with Content-Type: application/json"
+			}
+			writeError(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, msg)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/internal/httpguard"
 	"github.com/coderunner/coderunner/judge"
 )
 
@@ -85,6 +86,15 @@ type Options struct {
 	// APIToken, when set, is required as "Authorization: Bearer" on the
 	// execution endpoints.
 	APIToken string
+	// APITokens are further tokens, one per client, accepted like
+	// APIToken. Each token is its own owner of sessions: a session_id
+	// names a different session for each.
+	APITokens []string
+	// AllowedHosts are further names of the server, besides localhost and
+	// the loopback addresses, that the Host and Origin headers may carry
+	// (httpguard.Hosts). Every route refuses other names with 403 when the
+	// server listens on a loopback address, or when this list is set.
+	AllowedHosts []string
 	// MaxConcurrent is the number of executions running at once; zero
 	// means the number of CPUs.
 	MaxConcurrent int
@@ -140,21 +150,22 @@ func (s state) String() string {
 
 // Server is the HTTP service. Build it with New, run it with Serve.
 type Server struct {
-	exec      Executor
-	runner    Runner
-	judge     Judge
-	sessions  Sessions
-	mcp       http.Handler
-	rep       Reporter
-	log       *slog.Logger
-	tokenHash []byte
-	maxBody   int64
-	grace     time.Duration
-	rht       time.Duration
-	backend   string
-	version   string
-	slots     int
-	queue     int
+	exec        Executor
+	runner      Runner
+	judge       Judge
+	sessions    Sessions
+	mcp         http.Handler
+	rep         Reporter
+	log         *slog.Logger
+	tokenHashes [][]byte
+	hosts       httpguard.Hosts
+	maxBody     int64
+	grace       time.Duration
+	rht         time.Duration
+	backend     string
+	version     string
+	slots       int
+	queue       int
 
 	gate     *gate
 	metrics  *metrics
@@ -191,13 +202,16 @@ func New(opts Options) (*Server, error) {
 		slots:    opts.MaxConcurrent,
 		queue:    opts.QueueSize,
 		registry: opts.Registry,
+		hosts:    httpguard.Hosts{Allowed: opts.AllowedHosts},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if opts.APIToken != "" {
-		h := sha256.Sum256([]byte(opts.APIToken))
-		s.tokenHash = h[:]
+	for _, tok := range append([]string{opts.APIToken}, opts.APITokens...) {
+		if tok != "" {
+			h := sha256.Sum256([]byte(tok))
+			s.tokenHashes = append(s.tokenHashes, h[:])
+		}
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -263,29 +277,36 @@ type route struct {
 	handler      http.HandlerFunc
 	// open endpoints need no API token.
 	open bool
+	// json endpoints take a JSON body.
+	json bool
 }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	rs := []route{
-		{http.MethodPost, "/execute", s.handleExecute, false},
-		{http.MethodPost, "/v1/run", s.handleRun, false},
-		{http.MethodPost, "/v1/judge", s.handleJudge, false},
-		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false},
-		{http.MethodGet, "/health", s.handleHealth, true},
-		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true},
-		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true},
+		{http.MethodPost, "/execute", s.handleExecute, false, true},
+		{http.MethodPost, "/v1/run", s.handleRun, false, true},
+		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
+		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},
+		{http.MethodGet, "/health", s.handleHealth, true, false},
+		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true, false},
+		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true, false},
 	}
 	if s.mcp != nil {
 		// Every method: the transport uses POST, GET and DELETE, and
-		// answers the others itself.
-		rs = append(rs, route{"", "/mcp", s.handleMCP, false})
+		// answers the others itself (its own Content-Type check
+		// included).
+		rs = append(rs, route{"", "/mcp", s.handleMCP, false, false})
 	}
 	for _, r := range rs {
 		var h http.Handler = r.handler
+		if r.json {
+			h = s.requireJSON(h)
+		}
 		if !r.open {
 			h = s.authorize(h)
 		}
+		h = s.guard(h)
 		if r.method == "" {
 			mux.Handle(r.path, s.observe(r.path, h))
 			continue
@@ -297,12 +318,13 @@ func (s *Server) routes() http.Handler {
 		if r.method == http.MethodGet {
 			methods += ", HEAD"
 		}
-		mux.Handle(r.path, s.observe(r.path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mux.Handle(r.path, s.observe(r.path, s.guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Allow", methods)
 			writeError(w, req, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				fmt.Sprintf("%s %s is not allowed; use %s", req.Method, req.URL.Path, methods))
-		})))
+		}))))
 	}
+	// No guard: a 404 tells a page nothing.
 	mux.Handle("/", s.observe("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no endpoint %s", r.URL.Path))
 	})))
@@ -362,7 +384,19 @@ func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
 // Serve answers on ln until ctx ends, then shuts down as the cause of ctx
 // says (an *ExitStatus; ExitNormal otherwise) and returns that status.
 // The returned error is a failure of the listener.
+//
+// Without an API token it refuses to serve on a listener that is not
+// loopback, or with a Reporter: a token is what keeps strangers from
+// running code, and from making the control plane believe their results.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error) {
+	if len(s.tokenHashes) == 0 {
+		switch {
+		case s.rep != nil:
+			return ExitNormal, errors.New("httpapi: a control plane is configured and no API token is set")
+		case !httpguard.IsLoopback(ln.Addr().String()):
+			return ExitNormal, fmt.Errorf("httpapi: %s is not a loopback address and no API token is set", ln.Addr())
+		}
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.rht,

@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coderunner/coderunner/internal/httpguard"
 )
 
 // Header names of the streamable HTTP transport.
@@ -47,6 +46,10 @@ type HTTPOptions struct {
 	// MaxBodyBytes caps a POST body; the default is the largest arguments
 	// a tool takes plus the JSON-RPC envelope.
 	MaxBodyBytes int64
+	// AllowedHosts are further names of the server, besides localhost and
+	// the loopback addresses, that the Host and Origin headers may carry
+	// (see httpguard.Hosts).
+	AllowedHosts []string
 }
 
 // HTTPHandler serves MCP's streamable HTTP transport (protocol versions
@@ -72,7 +75,8 @@ type HTTPOptions struct {
 // whose body is {"error": "..."} because the SDK's client reads a JSON-RPC
 // error there as the failure of one call rather than the session's end.
 // 403 refuses a Host that is not local on a loopback listener (DNS
-// rebinding), 413 a body over MaxBodyBytes, 415 a body that is not JSON,
+// rebinding) or not one of HTTPOptions.AllowedHosts when they are set,
+// and an Origin that is not the server's own (httpguard.Hosts), 413 a body over MaxBodyBytes, 415 a body that is not JSON,
 // 406 an Accept header that takes neither JSON nor an event stream, 400 an
 // unsupported Mcp-Protocol-Version (with the SDK's
 // CodeUnsupportedProtocolVersion for the stateless protocol, so that its
@@ -132,8 +136,9 @@ func (h *HTTPHandler) Close() error {
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a page in a browser may reach a loopback listener
 	// under a name it controls; such a request carries that name as Host.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
-		writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Host %q is not local, and this server listens on a local address", r.Host), nil)
+	// A cross-site page carries its own Origin.
+	if err := (httpguard.Hosts{Allowed: h.opts.AllowedHosts}).Check(r); err != nil {
+		writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, err.Error(), nil)
 		return
 	}
 	version := r.Header.Get(headerProtocol)
@@ -160,7 +165,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request, version string) {
-	if ct := r.Header.Get("Content-Type"); !isJSONContent(ct) {
+	if ct := r.Header.Get("Content-Type"); !httpguard.IsJSON(ct) {
 		writeRPCError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Content-Type %q is not application/json", ct), nil)
 		return
 	}
@@ -441,25 +446,4 @@ func writeNotFound(w http.ResponseWriter, msg string) {
 	w.Header()["Content-Type"] = contentJSON
 	w.WriteHeader(http.StatusNotFound)
 	_, _ = w.Write(body)
-}
-
-func isJSONContent(ct string) bool {
-	if ct == "application/json" {
-		return true
-	}
-	media, _, err := mime.ParseMediaType(ct)
-	return err == nil && media == "application/json"
-}
-
-// isLoopback reports whether a host, with or without a port, is local.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

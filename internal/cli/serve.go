@@ -20,6 +20,7 @@ import (
 	"github.com/coderunner/coderunner/executor"
 	"github.com/coderunner/coderunner/httpapi"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/internal/httpguard"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/mcpserver"
 	"github.com/coderunner/coderunner/runner"
@@ -76,6 +77,9 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return a.fail("serve", "--addr: %q is not host:port", addr)
 	}
+	if err := needToken(addr, cfg); err != nil {
+		return a.fail("serve", "%v", err)
+	}
 	langs, err := cfg.LanguageTable()
 	if err != nil {
 		return a.fail("serve", "--config: %v", err)
@@ -130,7 +134,8 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		Executor:          exec,
 		Runner:            run,
 		Logger:            log,
-		APIToken:          string(cfg.Server.APIToken),
+		APITokens:         cfg.Server.APITokens(),
+		AllowedHosts:      cfg.Server.AllowedHostList(),
 		MaxConcurrent:     cfg.Server.MaxConcurrent,
 		QueueSize:         cfg.Server.QueueSize,
 		MaxBodyBytes:      int64(cfg.Server.MaxBodyMB) << 20,
@@ -167,7 +172,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		if err != nil {
 			return nil, err
 		}
-		return ms.Handler(), nil
+		return ms.NewHTTPHandler(mcpserver.HTTPOptions{AllowedHosts: cfg.Server.AllowedHostList()}), nil
 	}
 
 	// The reporter's metrics go to the server, built after it.
@@ -199,6 +204,23 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		return ExitFailure
 	}
 	return status.Code
+}
+
+// needToken refuses to serve without an API token where a token is what
+// keeps strangers out: on an address other machines can reach, and with a
+// control plane, which believes every result /execute reports.
+func needToken(addr string, cfg *config.Config) error {
+	if len(cfg.Server.APITokens()) > 0 {
+		return nil
+	}
+	const set = "set CODERUNNER_API_TOKEN (server.api_token) to a long random secret"
+	if cfg.ControlPlane.URL != "" {
+		return fmt.Errorf("control_plane.url (CONTROL_PLANE_URL) is set, and without an API token anyone who reaches this service could make it report a result for any execution_id: %s", set)
+	}
+	if !httpguard.IsLoopback(addr) {
+		return fmt.Errorf("--addr %s is not a loopback address, and without an API token anyone who reaches it could run code here: %s, or listen on 127.0.0.1", addr, set)
+	}
+	return nil
 }
 
 // openSessions opens the session store of the configuration's sessions
