@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/session"
 )
 
 type ctxKey int
@@ -123,7 +124,10 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
 			return
 		}
-		next.ServeHTTP(w, r)
+		// Each token owns its sessions: a session_id names a different
+		// session for each client, over /v1/run, DELETE /v1/sessions and
+		// /mcp alike. The owner is a digest, never the token itself.
+		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), hex.EncodeToString(h[:16]))))
 	})
 }
 

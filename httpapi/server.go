@@ -36,9 +36,10 @@ type Judge interface {
 	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
 }
 
-// Sessions ends sessions; *session.Store is one.
+// Sessions ends sessions; *session.Store is one. The session is the one
+// of the caller's credential (session.Owner of ctx).
 type Sessions interface {
-	Delete(id string) error
+	DeleteContext(ctx context.Context, id string) error
 }
 
 // Reporter sends the control plane callbacks; *controlplane.Reporter is

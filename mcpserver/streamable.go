@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/session"
 )
 
 // Header names of the streamable HTTP transport.
@@ -209,7 +210,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request, version 
 		h.initialize(w, r, p, acc)
 		return
 	}
-	s := h.lookup(id)
+	s := h.lookup(r.Context(), id)
 	if s == nil || !s.begin() {
 		writeNotFound(w, fmt.Sprintf("session %q is not open here (it ended, or was never opened): initialize again", id))
 		return
@@ -269,10 +270,15 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) (*[]byte,
 	}
 }
 
-func (h *HTTPHandler) lookup(id string) *httpSession {
+// lookup finds the session id if the request's owner opened it.
+func (h *HTTPHandler) lookup(ctx context.Context, id string) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.sessions[id]
+	s := h.sessions[id]
+	if s == nil || s.owner != session.Owner(ctx) {
+		return nil
+	}
+	return s
 }
 
 func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +287,7 @@ func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "DELETE needs the "+headerSession+" header of the session to end", nil)
 		return
 	}
-	s := h.lookup(id)
+	s := h.lookup(r.Context(), id)
 	if s == nil {
 		writeNotFound(w, fmt.Sprintf("session %q is not open here", id))
 		return
@@ -304,8 +310,8 @@ func (h *HTTPHandler) open(ctx context.Context) (*httpSession, error) {
 	h.starting++
 	h.mu.Unlock()
 
-	s := &httpSession{h: h, id: rand.Text(), last: time.Now()}
-	s.conn = newHTTPConn(h.srv, s.id, s.forget)
+	s := &httpSession{h: h, id: rand.Text(), owner: session.Owner(ctx), last: time.Now()}
+	s.conn = newHTTPConn(ctx, h.srv, s.id, s.forget)
 	// The session outlives the request that opens it, but keeps its
 	// context's values.
 	ss, err := h.srv.mcp.Connect(context.WithoutCancel(ctx), httpTransport{s.conn}, nil)
@@ -327,10 +333,14 @@ func (h *HTTPHandler) open(ctx context.Context) (*httpSession, error) {
 
 // httpSession is one client's MCP session.
 type httpSession struct {
-	h    *HTTPHandler
-	id   string
-	conn *httpConn
-	ss   *mcp.ServerSession
+	h  *HTTPHandler
+	id string
+	// owner is the credential that opened the session (session.Owner):
+	// its calls run in that owner's sessions, and requests of another
+	// owner do not find it.
+	owner string
+	conn  *httpConn
+	ss    *mcp.ServerSession
 
 	mu    sync.Mutex
 	refs  int       // requests in progress
