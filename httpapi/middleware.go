@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -37,16 +39,25 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// recorder remembers the status a handler wrote.
+// recorder remembers the status a handler wrote, and gives each write
+// wt to reach the client: a client that stops reading is cut off without
+// bounding how long the answer may take to come.
 type recorder struct {
 	http.ResponseWriter
 	status int
+	rc     *http.ResponseController
+	wt     time.Duration
 }
+
+// renew moves the write deadline wt ahead. Errors mean the writer has no
+// connection (a test's recorder), which needs no deadline.
+func (r *recorder) renew() { _ = r.rc.SetWriteDeadline(time.Now().Add(r.wt)) }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
+	r.renew()
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -54,8 +65,36 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.renew()
 	return r.ResponseWriter.Write(b)
 }
+
+// FlushError flushes with a renewed deadline, for http.ResponseController.
+func (r *recorder) FlushError() error {
+	r.renew()
+	return r.rc.Flush()
+}
+
+// deadlineBody is a request body read under a deadline, which it lifts
+// once the body is read whole: the connection's read deadline would
+// otherwise cancel the request when it passes while the run goes on.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// bodyTimedOut reports whether err is the end of the body's deadline.
+func bodyTimedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -70,7 +109,15 @@ func (s *Server) observe(route string, next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-ID", id)
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
-		rec := &recorder{ResponseWriter: w}
+		rc := http.NewResponseController(w)
+		rec := &recorder{ResponseWriter: w, rc: rc, wt: s.wt}
+		if r.Body != nil && r.Body != http.NoBody {
+			// A body trickled slowly must not hold a connection, and the
+			// request's place in the queue, for ever.
+			if rc.SetReadDeadline(time.Now().Add(s.rt)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {

@@ -59,6 +59,8 @@ const (
 	DefaultMaxBodyBytes      = 8 << 20
 	DefaultShutdownGrace     = 2 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	// minQueue is the least number of waiting requests the queue holds
 	// by default (spec 002 SC-007: ten).
@@ -110,6 +112,20 @@ type Options struct {
 	// ReadHeaderTimeout bounds the reading of request headers; zero means
 	// DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a request's body, from the end of
+	// its headers; zero means DefaultReadTimeout. A body not received in
+	// time is answered 408 and its connection closed. It is a deadline of
+	// each request, not http.Server.ReadTimeout, which would also cancel
+	// the requests that run longer than it once their body is read.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of an answer to the client; zero
+	// means DefaultWriteTimeout. It is renewed at every write, so that it
+	// cuts a client that stops reading but never a long run or event
+	// stream (http.Server.WriteTimeout would bound the whole request).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that sends no request for
+	// this long; zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Backend and Version are shown by /health.
 	Backend, Version string
 	// Registry receives the metrics; nil means a registry of the server's
@@ -163,6 +179,8 @@ type Server struct {
 	maxBody     int64
 	grace       time.Duration
 	rht         time.Duration
+	rt, wt      time.Duration
+	idle        time.Duration
 	backend     string
 	version     string
 	slots       int
@@ -198,6 +216,9 @@ func New(opts Options) (*Server, error) {
 		maxBody:  opts.MaxBodyBytes,
 		grace:    opts.ShutdownGrace,
 		rht:      opts.ReadHeaderTimeout,
+		rt:       opts.ReadTimeout,
+		wt:       opts.WriteTimeout,
+		idle:     opts.IdleTimeout,
 		backend:  opts.Backend,
 		version:  opts.Version,
 		slots:    opts.MaxConcurrent,
@@ -222,6 +243,15 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.rht <= 0 {
 		s.rht = DefaultReadHeaderTimeout
+	}
+	if s.rt <= 0 {
+		s.rt = DefaultReadTimeout
+	}
+	if s.wt <= 0 {
+		s.wt = DefaultWriteTimeout
+	}
+	if s.idle <= 0 {
+		s.idle = DefaultIdleTimeout
 	}
 	if s.slots <= 0 {
 		s.slots = runtime.NumCPU()
@@ -401,9 +431,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.rht,
-		IdleTimeout:       DefaultIdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// No ReadTimeout or WriteTimeout: those bound the whole request,
+		// and would cut runs, judges and MCP event streams longer than
+		// them. observe sets the body's read deadline and renews the
+		// write deadline at every write instead.
+		IdleTimeout:    s.idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

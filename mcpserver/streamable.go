@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -178,8 +179,12 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request, version 
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the body is larger than %d bytes", tooLarge.Limit), nil)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The read deadline the caller set (httpapi's read timeout).
+			writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "the body did not arrive in time", nil)
 		}
 		// Otherwise the client went away while sending.
 		return

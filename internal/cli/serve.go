@@ -140,6 +140,9 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		QueueSize:         cfg.Server.QueueSize,
 		MaxBodyBytes:      int64(cfg.Server.MaxBodyMB) << 20,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
+		ReadTimeout:       cfg.Server.ReadTimeout.Std(),
+		WriteTimeout:      cfg.Server.WriteTimeout.Std(),
+		IdleTimeout:       cfg.Server.IdleTimeout.Std(),
 		Backend:           b.Name(),
 		Version:           a.Version,
 	}

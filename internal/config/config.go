@@ -56,6 +56,14 @@ type Server struct {
 	// "name" or "name:port") that the Host and Origin headers may carry,
 	// besides localhost and the loopback addresses.
 	AllowedHosts string `yaml:"allowed_hosts"`
+	// ReadTimeout bounds the reading of a request's body after its
+	// headers; a slower body is answered 408 and its connection closed.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds each write of an answer to the client; it is
+	// renewed at every write, so it never cuts a long run or stream.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a kept-alive connection idle for this long.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 }
 
 // Backend chooses and configures the sandbox backend.
@@ -217,6 +225,9 @@ func Default() *Config {
 			Addr:              "127.0.0.1:8080",
 			MaxBodyMB:         16,
 			ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout:       Duration(60 * time.Second),
+			WriteTimeout:      Duration(60 * time.Second),
+			IdleTimeout:       Duration(120 * time.Second),
 			ShutdownTimeout:   Duration(30 * time.Second),
 			LogLevel:          "info",
 		},

@@ -100,7 +100,11 @@ func (s *Server) validateWeb() error {
 	if s.APIToken != "" && len(s.APITokens()) == 0 {
 		return fmt.Errorf("server.api_token: holds no token (only commas and spaces)")
 	}
-	return nil
+	return firstErr(
+		durRange("server.read_timeout", s.ReadTimeout, time.Second, time.Hour),
+		durRange("server.write_timeout", s.WriteTimeout, time.Second, time.Hour),
+		durRange("server.idle_timeout", s.IdleTimeout, time.Second, time.Hour),
+	)
 }
 
 func (b *Backend) validate() error {
