@@ -23,6 +23,7 @@ import (
 // asked for from the command line. The code is one command:
 //
 //	print TEXT     write TEXT to stdout
+//	eprint TEXT    write TEXT to stderr
 //	cat            copy stdin to stdout
 //	exit N         exit with code N
 //	sleep          run out of time
@@ -88,6 +89,8 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 	switch cmd {
 	case "print":
 		res.Stdout = []byte(arg + "\n")
+	case "eprint":
+		res.Stderr = []byte(arg + "\n")
 	case "cat":
 		if spec.Stdin != nil {
 			var b bytes.Buffer
