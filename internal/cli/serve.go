@@ -34,7 +34,10 @@ const serveAbout = `Serve the HTTP API (contract §6): POST /execute (spec 002),
 GET /openapi.yaml. Logs are JSON lines on stderr.
 
 Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on every
-endpoint but /health, /metrics and /openapi.yaml), CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
+endpoint but /health, /metrics and /openapi.yaml; several separated by
+commas, each with its own sessions; required, or serve refuses to start,
+when --addr is not loopback or CONTROL_PLANE_URL is set),
+CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
 heartbeats, ready and exited), CONTAINER_ID (default: the host name),
 POD_NAME, RESULTS_DIR (undelivered results, default /tmp/results), and
 every CODERUNNER_* configuration variable.
@@ -42,7 +45,12 @@ every CODERUNNER_* configuration variable.
 On SIGTERM it stops taking requests, reports running executions as crashed,
 sends the exited callback within 2 s and exits 143 (130 on SIGINT). It
 exits 1 when no sandbox backend works here, the work directory or RESULTS_DIR
-is not writable, or the address cannot be bound.`
+is not writable, or the address cannot be bound.
+
+Requests whose Host or Origin is not this server's are refused (403;
+further names in server.allowed_hosts), JSON bodies must be sent as
+application/json (415), and a body slower than server.read_timeout is cut
+(408).`
 
 // warmSandboxes is how many sandboxes the server keeps started ahead of
 // need, for backends that can.
