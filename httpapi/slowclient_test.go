@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -126,5 +127,57 @@ func TestLongRunOutlastsTimeouts(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(string(b), "done") {
 			t.Errorf("run %d longer than the timeouts: %d %s", i, resp.StatusCode, b)
 		}
+	}
+}
+
+// bigRunner answers with n bytes of stdout.
+type bigRunner struct{ n int }
+
+func (r bigRunner) Execute(_ context.Context, req execute.Request) (*execute.Result, error) {
+	return &execute.Result{Stdout: strings.Repeat("y", r.n), Status: execute.StatusSuccess, Language: req.Language, Backend: "fake"}, nil
+}
+
+// TestSlowReaderCut is the other slow client: it sends its request and
+// never reads the answer, which is larger than the socket buffers. The
+// write timeout must end the handler, freeing its running slot, and
+// close the connection.
+func TestSlowReaderCut(t *testing.T) {
+	s, _ := newTestServer(t, func(o *Options) {
+		o.WriteTimeout = 300 * time.Millisecond
+		o.MaxConcurrent = 1
+		o.QueueSize = 1
+		o.Runner = bigRunner{n: 32 << 20}
+	})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	body := `{"language":"python","code":"print(1)"}`
+	fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+
+	// The handler counts its request once it returns. Bounded polling:
+	// a server without the timeout stays blocked in the write for ever.
+	finished := func() bool {
+		rec := do(t, s, "GET", "/metrics", "", nil)
+		return strings.Contains(rec.Body.String(), `coderunner_http_requests_total{code="200",route="/v1/run"} 1`)
+	}
+	for i := 0; !finished(); i++ {
+		if i == 600 {
+			t.Fatal("the handler is still writing to a client that reads nothing")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if running, waiting := s.gate.counts(); running != 0 || waiting != 0 {
+		t.Errorf("the stalled answer holds %d slots and %d queue places", running, waiting)
+	}
+	// The connection was closed: reading now drains what the buffers
+	// held, then ends, short of the whole answer.
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	if errors.Is(err, os.ErrDeadlineExceeded) || n >= 32<<20 {
+		t.Errorf("read %d bytes, %v: want the connection closed before the whole answer", n, err)
 	}
 }

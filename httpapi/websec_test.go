@@ -173,7 +173,7 @@ func TestServeNeedsToken(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			var l net.Listener = ln
+			l := ln
 			if tc.wide {
 				l = wideListener{ln}
 			}
