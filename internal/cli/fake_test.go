@@ -35,6 +35,7 @@ import (
 //	touch NAME     write the file NAME in the workspace
 //	ls             list the workspace's files but the source
 //	syntax error   (fakec) fail to compile
+//	compile error TEXT  (fakec) fail to compile, saying TEXT
 type fakeBackend struct {
 	mu    sync.Mutex
 	specs []*sandbox.Spec
@@ -82,6 +83,9 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 	if spec.Args[0] == "/usr/bin/fakecc" {
 		if code == "syntax error" {
 			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte("main.fkc:1: syntax error\n")
+		}
+		if msg, ok := strings.CutPrefix(code, "compile error "); ok {
+			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte(msg+"\n")
 		}
 		return res, nil
 	}

@@ -141,3 +141,17 @@ func TestTermSafeSplitRunes(t *testing.T) {
 	}
 
 }
+
+// TestJudgeTableSanitizesTerminal: the compiler's output that judge
+// prints on a terminal (which echoes the submitted code) cannot drive it.
+func TestJudgeTableSanitizesTerminal(t *testing.T) {
+	m, s := openPTY(t)
+	ta := newApp(t, "")
+	ta.Stdout = s
+	tests := source(t, "tests.json", `[{"input":"","expected_output":"x"}]`)
+	code := ta.run("judge", "--tests", tests, source(t, "a.fkc", "compile error \x1b]0;pwned\x07 in main"))
+	got := readAvailable(t, m)
+	if code != 1 || !strings.Contains(got, "compilation failed:\n"+`\x1b]0;pwned\x07 in main`) || strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("judge on a terminal: exit %d, output %q; stderr %s", code, got, ta.stderr)
+	}
+}
