@@ -25,7 +25,18 @@
 // With an API token (CODERUNNER_API_TOKEN) every endpoint but /health,
 // /metrics and /openapi.yaml, /mcp included, requires "Authorization: Bearer <token>",
 // compared in constant time. Those three stay open so that probes and
-// scrapers need no secret; they reveal no code, input or output.
+// scrapers need no secret; they reveal no code, input or output. Several
+// tokens (Options.APITokens) may be set, one per client; each owns its
+// sessions (session.WithOwner), so the same session_id names a different
+// session for each. Serve refuses to run without a token on a listener
+// that is not loopback, or with a Reporter.
+//
+// Every route refuses, with 403, a Host or Origin that is not the
+// server's (internal/httpguard: DNS rebinding, cross-site pages), and the
+// JSON endpoints a body not sent as application/json, with 415. A body
+// must arrive within Options.ReadTimeout (408 and the connection closed
+// otherwise), and each write of an answer within Options.WriteTimeout,
+// renewed at every write so that a long run is never cut.
 //
 // Serve runs until its context ends. The cause of the context, an
 // *ExitStatus such as ExitSIGTERM, says how: /health turns 503 and new

@@ -10,6 +10,9 @@ import (
 const (
 	CodeBadRequest         = "bad_request"
 	CodeUnauthorized       = "unauthorized"
+	CodeForbidden          = "forbidden"
+	CodeUnsupportedMedia   = "unsupported_media_type"
+	CodeRequestTimeout     = "request_timeout"
 	CodeNotFound           = "not_found"
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodePayloadTooLarge    = "payload_too_large"

@@ -39,12 +39,19 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request) *tracked {
 	return &tracked{r: r.Body}
 }
 
-// tooLarge answers 413 when the body went over its limit.
+// tooLarge answers 413 when the body went over its limit, and 408 when
+// it did not arrive within the read timeout (the connection is closed
+// after the answer, since the rest of the body is not read).
 func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, t *tracked) bool {
 	var mbe *http.MaxBytesError
-	if errors.As(t.err, &mbe) {
+	switch {
+	case errors.As(t.err, &mbe):
 		writeError(w, r, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 			fmt.Sprintf("body: more than %d bytes", mbe.Limit))
+		return true
+	case bodyTimedOut(t.err):
+		writeError(w, r, http.StatusRequestTimeout, CodeRequestTimeout,
+			fmt.Sprintf("body: not received within %s (server.read_timeout)", s.rt))
 		return true
 	}
 	return false

@@ -117,7 +117,8 @@ func serve(t *testing.T, cp *fakeCP, edit func(*Options)) *serving {
 		t.Fatal(err)
 	}
 	fe := newFakeExecutor()
-	opts := Options{Executor: fe, Reporter: rep, MaxConcurrent: 1, QueueSize: 10, ShutdownGrace: 2 * time.Second}
+	opts := Options{Executor: fe, Reporter: rep, MaxConcurrent: 1, QueueSize: 10, ShutdownGrace: 2 * time.Second,
+		APIToken: lifecycleToken}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -146,8 +147,17 @@ func serve(t *testing.T, cp *fakeCP, edit func(*Options)) *serving {
 	return sv
 }
 
+// lifecycleToken is the API token of serve: a control plane needs one.
+const lifecycleToken = "lifecycle-token"
+
 func (sv *serving) post(body string) (*http.Response, error) {
-	return http.Post(sv.url+"/execute", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest("POST", sv.url+"/execute", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+lifecycleToken)
+	return http.DefaultClient.Do(req)
 }
 
 func TestReadyAndResultCallbacks(t *testing.T) {

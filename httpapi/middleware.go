@@ -8,12 +8,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/session"
 )
 
 type ctxKey int
@@ -34,16 +39,25 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// recorder remembers the status a handler wrote.
+// recorder remembers the status a handler wrote, and gives each write
+// wt to reach the client: a client that stops reading is cut off without
+// bounding how long the answer may take to come.
 type recorder struct {
 	http.ResponseWriter
 	status int
+	rc     *http.ResponseController
+	wt     time.Duration
 }
+
+// renew moves the write deadline wt ahead. Errors mean the writer has no
+// connection (a test's recorder), which needs no deadline.
+func (r *recorder) renew() { _ = r.rc.SetWriteDeadline(time.Now().Add(r.wt)) }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
+	r.renew()
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -51,8 +65,36 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.renew()
 	return r.ResponseWriter.Write(b)
 }
+
+// FlushError flushes with a renewed deadline, for http.ResponseController.
+func (r *recorder) FlushError() error {
+	r.renew()
+	return r.rc.Flush()
+}
+
+// deadlineBody is a request body read under a deadline, which it lifts
+// once the body is read whole: the connection's read deadline would
+// otherwise cancel the request when it passes while the run goes on.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// bodyTimedOut reports whether err is the end of the body's deadline.
+func bodyTimedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -67,7 +109,15 @@ func (s *Server) observe(route string, next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-ID", id)
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
-		rec := &recorder{ResponseWriter: w}
+		rc := http.NewResponseController(w)
+		rec := &recorder{ResponseWriter: w, rc: rc, wt: s.wt}
+		if r.Body != nil && r.Body != http.NoBody {
+			// A body trickled slowly must not hold a connection, and the
+			// request's place in the queue, for ever.
+			if rc.SetReadDeadline(time.Now().Add(s.rt)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
@@ -102,18 +152,58 @@ func levelFor(route string) slog.Level {
 	return slog.LevelInfo
 }
 
-// authorize requires the API token when one is set.
+// authorize requires one of the API tokens when they are set.
 func (s *Server) authorize(next http.Handler) http.Handler {
-	if s.tokenHash == nil {
+	if len(s.tokenHashes) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		// Comparing digests keeps the time independent of the length of
-		// the token as well as of its content.
+		// the token as well as of its content; every token is compared,
+		// so the time does not say which matched either.
 		h := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(h[:], s.tokenHash) != 1 {
+		match := 0
+		for _, th := range s.tokenHashes {
+			match |= subtle.ConstantTimeCompare(h[:], th)
+		}
+		if !ok || match != 1 {
 			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
+			return
+		}
+		// Each token owns its sessions: a session_id names a different
+		// session for each client, over /v1/run, DELETE /v1/sessions and
+		// /mcp alike. The owner is a digest, never the token itself.
+		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), hex.EncodeToString(h[:16]))))
+	})
+}
+
+// guard refuses, with 403, a request whose Host or Origin is not this
+// server's (httpguard.Hosts): a web page the caller visits must not be
+// able to drive the API through the caller's browser, whether by DNS
+// rebinding onto a loopback listener or by a cross-site request.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.hosts.Check(r); err != nil {
+			writeError(w, r, http.StatusForbidden, CodeForbidden, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireJSON refuses, with 415, a body that does not say it is JSON. A
+// web page can post text/plain, a form or multipart to any address
+// without asking the server first; application/json makes the browser ask
+// (a CORS preflight), which this server never grants.
+func (s *Server) requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ct := r.Header.Get("Content-Type"); !httpguard.IsJSON(ct) {
+			msg := fmt.Sprintf("Content-Type %q is not application/json: send the JSON body with Content-Type: application/json", ct)
+			if ct == "" {
+				msg = "Content-Type is missing: send the JSON body with Content-Type: application/json"
+			}
+			writeError(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, msg)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/internal/httpguard"
 	"github.com/coderunner/coderunner/judge"
 )
 
@@ -35,9 +36,10 @@ type Judge interface {
 	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
 }
 
-// Sessions ends sessions; *session.Store is one.
+// Sessions ends sessions; *session.Store is one. The session is the one
+// of the caller's credential (session.Owner of ctx).
 type Sessions interface {
-	Delete(id string) error
+	DeleteContext(ctx context.Context, id string) error
 }
 
 // Reporter sends the control plane callbacks; *controlplane.Reporter is
@@ -57,6 +59,8 @@ const (
 	DefaultMaxBodyBytes      = 8 << 20
 	DefaultShutdownGrace     = 2 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	// minQueue is the least number of waiting requests the queue holds
 	// by default (spec 002 SC-007: ten).
@@ -85,6 +89,15 @@ type Options struct {
 	// APIToken, when set, is required as "Authorization: Bearer" on the
 	// execution endpoints.
 	APIToken string
+	// APITokens are further tokens, one per client, accepted like
+	// APIToken. Each token is its own owner of sessions: a session_id
+	// names a different session for each.
+	APITokens []string
+	// AllowedHosts are further names of the server, besides localhost and
+	// the loopback addresses, that the Host and Origin headers may carry
+	// (httpguard.Hosts). Every route refuses other names with 403 when the
+	// server listens on a loopback address, or when this list is set.
+	AllowedHosts []string
 	// MaxConcurrent is the number of executions running at once; zero
 	// means the number of CPUs.
 	MaxConcurrent int
@@ -99,6 +112,20 @@ type Options struct {
 	// ReadHeaderTimeout bounds the reading of request headers; zero means
 	// DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a request's body, from the end of
+	// its headers; zero means DefaultReadTimeout. A body not received in
+	// time is answered 408 and its connection closed. It is a deadline of
+	// each request, not http.Server.ReadTimeout, which would also cancel
+	// the requests that run longer than it once their body is read.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of an answer to the client; zero
+	// means DefaultWriteTimeout. It is renewed at every write, so that it
+	// cuts a client that stops reading but never a long run or event
+	// stream (http.Server.WriteTimeout would bound the whole request).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that sends no request for
+	// this long; zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Backend and Version are shown by /health.
 	Backend, Version string
 	// Registry receives the metrics; nil means a registry of the server's
@@ -140,21 +167,24 @@ func (s state) String() string {
 
 // Server is the HTTP service. Build it with New, run it with Serve.
 type Server struct {
-	exec      Executor
-	runner    Runner
-	judge     Judge
-	sessions  Sessions
-	mcp       http.Handler
-	rep       Reporter
-	log       *slog.Logger
-	tokenHash []byte
-	maxBody   int64
-	grace     time.Duration
-	rht       time.Duration
-	backend   string
-	version   string
-	slots     int
-	queue     int
+	exec        Executor
+	runner      Runner
+	judge       Judge
+	sessions    Sessions
+	mcp         http.Handler
+	rep         Reporter
+	log         *slog.Logger
+	tokenHashes [][]byte
+	hosts       httpguard.Hosts
+	maxBody     int64
+	grace       time.Duration
+	rht         time.Duration
+	rt, wt      time.Duration
+	idle        time.Duration
+	backend     string
+	version     string
+	slots       int
+	queue       int
 
 	gate     *gate
 	metrics  *metrics
@@ -186,18 +216,24 @@ func New(opts Options) (*Server, error) {
 		maxBody:  opts.MaxBodyBytes,
 		grace:    opts.ShutdownGrace,
 		rht:      opts.ReadHeaderTimeout,
+		rt:       opts.ReadTimeout,
+		wt:       opts.WriteTimeout,
+		idle:     opts.IdleTimeout,
 		backend:  opts.Backend,
 		version:  opts.Version,
 		slots:    opts.MaxConcurrent,
 		queue:    opts.QueueSize,
 		registry: opts.Registry,
+		hosts:    httpguard.Hosts{Allowed: opts.AllowedHosts},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if opts.APIToken != "" {
-		h := sha256.Sum256([]byte(opts.APIToken))
-		s.tokenHash = h[:]
+	for _, tok := range append([]string{opts.APIToken}, opts.APITokens...) {
+		if tok != "" {
+			h := sha256.Sum256([]byte(tok))
+			s.tokenHashes = append(s.tokenHashes, h[:])
+		}
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -207,6 +243,15 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.rht <= 0 {
 		s.rht = DefaultReadHeaderTimeout
+	}
+	if s.rt <= 0 {
+		s.rt = DefaultReadTimeout
+	}
+	if s.wt <= 0 {
+		s.wt = DefaultWriteTimeout
+	}
+	if s.idle <= 0 {
+		s.idle = DefaultIdleTimeout
 	}
 	if s.slots <= 0 {
 		s.slots = runtime.NumCPU()
@@ -263,29 +308,36 @@ type route struct {
 	handler      http.HandlerFunc
 	// open endpoints need no API token.
 	open bool
+	// json endpoints take a JSON body.
+	json bool
 }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	rs := []route{
-		{http.MethodPost, "/execute", s.handleExecute, false},
-		{http.MethodPost, "/v1/run", s.handleRun, false},
-		{http.MethodPost, "/v1/judge", s.handleJudge, false},
-		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false},
-		{http.MethodGet, "/health", s.handleHealth, true},
-		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true},
-		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true},
+		{http.MethodPost, "/execute", s.handleExecute, false, true},
+		{http.MethodPost, "/v1/run", s.handleRun, false, true},
+		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
+		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},
+		{http.MethodGet, "/health", s.handleHealth, true, false},
+		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true, false},
+		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true, false},
 	}
 	if s.mcp != nil {
 		// Every method: the transport uses POST, GET and DELETE, and
-		// answers the others itself.
-		rs = append(rs, route{"", "/mcp", s.handleMCP, false})
+		// answers the others itself (its own Content-Type check
+		// included).
+		rs = append(rs, route{"", "/mcp", s.handleMCP, false, false})
 	}
 	for _, r := range rs {
 		var h http.Handler = r.handler
+		if r.json {
+			h = s.requireJSON(h)
+		}
 		if !r.open {
 			h = s.authorize(h)
 		}
+		h = s.guard(h)
 		if r.method == "" {
 			mux.Handle(r.path, s.observe(r.path, h))
 			continue
@@ -297,12 +349,13 @@ func (s *Server) routes() http.Handler {
 		if r.method == http.MethodGet {
 			methods += ", HEAD"
 		}
-		mux.Handle(r.path, s.observe(r.path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mux.Handle(r.path, s.observe(r.path, s.guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Allow", methods)
 			writeError(w, req, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				fmt.Sprintf("%s %s is not allowed; use %s", req.Method, req.URL.Path, methods))
-		})))
+		}))))
 	}
+	// No guard: a 404 tells a page nothing.
 	mux.Handle("/", s.observe("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no endpoint %s", r.URL.Path))
 	})))
@@ -362,13 +415,29 @@ func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
 // Serve answers on ln until ctx ends, then shuts down as the cause of ctx
 // says (an *ExitStatus; ExitNormal otherwise) and returns that status.
 // The returned error is a failure of the listener.
+//
+// Without an API token it refuses to serve on a listener that is not
+// loopback, or with a Reporter: a token is what keeps strangers from
+// running code, and from making the control plane believe their results.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error) {
+	if len(s.tokenHashes) == 0 {
+		switch {
+		case s.rep != nil:
+			return ExitNormal, errors.New("httpapi: a control plane is configured and no API token is set")
+		case !httpguard.IsLoopback(ln.Addr().String()):
+			return ExitNormal, fmt.Errorf("httpapi: %s is not a loopback address and no API token is set", ln.Addr())
+		}
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.rht,
-		IdleTimeout:       DefaultIdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// No ReadTimeout or WriteTimeout: those bound the whole request,
+		// and would cut runs, judges and MCP event streams longer than
+		// them. observe sets the body's read deadline and renews the
+		// write deadline at every write instead.
+		IdleTimeout:    s.idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -18,6 +18,10 @@ import (
 func do(t *testing.T, s *Server, method, path, body string, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if method == "POST" {
+		// What every JSON client sends; tests of other types set theirs.
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -209,6 +213,7 @@ func TestQueue(t *testing.T) {
 			defer wg.Done()
 			body := fmt.Sprintf(`{"execution_id":"q-%d","code":"x","language":"python"}`, i)
 			req := httptest.NewRequest("POST", "/execute", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			s.Handler().ServeHTTP(rec, req)
 			codes <- rec.Code

@@ -22,7 +22,7 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: sessions are turned off on this server")
 		return
 	}
-	err := s.sessions.Delete(id)
+	err := s.sessions.DeleteContext(r.Context(), id)
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)

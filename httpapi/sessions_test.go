@@ -86,7 +86,7 @@ func TestRunSessionErrors(t *testing.T) {
 // fakeSessions knows the sessions in live.
 type fakeSessions struct{ live map[string]bool }
 
-func (f *fakeSessions) Delete(id string) error {
+func (f *fakeSessions) DeleteContext(_ context.Context, id string) error {
 	if err := execute.ValidateSessionID(id); err != nil {
 		return err
 	}

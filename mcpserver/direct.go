@@ -47,8 +47,11 @@ type directCalls struct {
 	running map[jsonrpc.ID]context.CancelFunc
 }
 
-func newDirectCalls(srv *Server) *directCalls {
-	base, end := context.WithCancel(context.Background())
+// newDirectCalls takes the calls of one session, whose contexts carry the
+// values of parent (the session's owner: see session.WithOwner), not its
+// end.
+func newDirectCalls(srv *Server, parent context.Context) *directCalls {
+	base, end := context.WithCancel(context.WithoutCancel(parent))
 	return &directCalls{srv: srv, base: base, end: end, running: make(map[jsonrpc.ID]context.CancelFunc)}
 }
 

@@ -44,10 +44,10 @@ type httpConn struct {
 	progress map[any]*answer
 }
 
-func newHTTPConn(srv *Server, id string, onClose func()) *httpConn {
+func newHTTPConn(ctx context.Context, srv *Server, id string, onClose func()) *httpConn {
 	return &httpConn{
 		id:       id,
-		direct:   newDirectCalls(srv),
+		direct:   newDirectCalls(srv, ctx),
 		incoming: make(chan jsonrpc.Message),
 		closed:   make(chan struct{}),
 		onClose:  onClose,

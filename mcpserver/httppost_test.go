@@ -200,19 +200,3 @@ func TestAccepts(t *testing.T) {
 		}
 	}
 }
-
-func TestIsLoopback(t *testing.T) {
-	tests := []struct {
-		host string
-		want bool
-	}{
-		{"localhost", true}, {"LOCALHOST:80", true}, {"127.0.0.1", true}, {"127.1.2.3:8080", true},
-		{"[::1]:80", true}, {"::1", true}, {"[::1]", true},
-		{"example.com", false}, {"10.0.0.1:80", false}, {"localhost.example.com", false}, {"", false},
-	}
-	for _, tt := range tests {
-		if got := isLoopback(tt.host); got != tt.want {
-			t.Errorf("%q: %v", tt.host, got)
-		}
-	}
-}

@@ -61,7 +61,7 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		closed: make(chan struct{}),
 	}
 	if t.direct != nil {
-		c.direct = newDirectCalls(t.direct)
+		c.direct = newDirectCalls(t.direct, context.Background())
 	}
 	if !interruptible(t.Reader) {
 		c.incoming = make(chan readResult)

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net"
 	"net/http"
-	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/session"
 )
 
 // Header names of the streamable HTTP transport.
@@ -47,6 +48,10 @@ type HTTPOptions struct {
 	// MaxBodyBytes caps a POST body; the default is the largest arguments
 	// a tool takes plus the JSON-RPC envelope.
 	MaxBodyBytes int64
+	// AllowedHosts are further names of the server, besides localhost and
+	// the loopback addresses, that the Host and Origin headers may carry
+	// (see httpguard.Hosts).
+	AllowedHosts []string
 }
 
 // HTTPHandler serves MCP's streamable HTTP transport (protocol versions
@@ -72,7 +77,8 @@ type HTTPOptions struct {
 // whose body is {"error": "..."} because the SDK's client reads a JSON-RPC
 // error there as the failure of one call rather than the session's end.
 // 403 refuses a Host that is not local on a loopback listener (DNS
-// rebinding), 413 a body over MaxBodyBytes, 415 a body that is not JSON,
+// rebinding) or not one of HTTPOptions.AllowedHosts when they are set,
+// and an Origin that is not the server's own (httpguard.Hosts), 413 a body over MaxBodyBytes, 415 a body that is not JSON,
 // 406 an Accept header that takes neither JSON nor an event stream, 400 an
 // unsupported Mcp-Protocol-Version (with the SDK's
 // CodeUnsupportedProtocolVersion for the stateless protocol, so that its
@@ -132,8 +138,9 @@ func (h *HTTPHandler) Close() error {
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a page in a browser may reach a loopback listener
 	// under a name it controls; such a request carries that name as Host.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
-		writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Host %q is not local, and this server listens on a local address", r.Host), nil)
+	// A cross-site page carries its own Origin.
+	if err := (httpguard.Hosts{Allowed: h.opts.AllowedHosts}).Check(r); err != nil {
+		writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, err.Error(), nil)
 		return
 	}
 	version := r.Header.Get(headerProtocol)
@@ -160,7 +167,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request, version string) {
-	if ct := r.Header.Get("Content-Type"); !isJSONContent(ct) {
+	if ct := r.Header.Get("Content-Type"); !httpguard.IsJSON(ct) {
 		writeRPCError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Content-Type %q is not application/json", ct), nil)
 		return
 	}
@@ -172,8 +179,12 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request, version 
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the body is larger than %d bytes", tooLarge.Limit), nil)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The read deadline the caller set (httpapi's read timeout).
+			writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "the body did not arrive in time", nil)
 		}
 		// Otherwise the client went away while sending.
 		return
@@ -204,7 +215,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request, version 
 		h.initialize(w, r, p, acc)
 		return
 	}
-	s := h.lookup(id)
+	s := h.lookup(r.Context(), id)
 	if s == nil || !s.begin() {
 		writeNotFound(w, fmt.Sprintf("session %q is not open here (it ended, or was never opened): initialize again", id))
 		return
@@ -264,10 +275,15 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) (*[]byte,
 	}
 }
 
-func (h *HTTPHandler) lookup(id string) *httpSession {
+// lookup finds the session id if the request's owner opened it.
+func (h *HTTPHandler) lookup(ctx context.Context, id string) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.sessions[id]
+	s := h.sessions[id]
+	if s == nil || s.owner != session.Owner(ctx) {
+		return nil
+	}
+	return s
 }
 
 func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
@@ -276,7 +292,7 @@ func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "DELETE needs the "+headerSession+" header of the session to end", nil)
 		return
 	}
-	s := h.lookup(id)
+	s := h.lookup(r.Context(), id)
 	if s == nil {
 		writeNotFound(w, fmt.Sprintf("session %q is not open here", id))
 		return
@@ -299,8 +315,8 @@ func (h *HTTPHandler) open(ctx context.Context) (*httpSession, error) {
 	h.starting++
 	h.mu.Unlock()
 
-	s := &httpSession{h: h, id: rand.Text(), last: time.Now()}
-	s.conn = newHTTPConn(h.srv, s.id, s.forget)
+	s := &httpSession{h: h, id: rand.Text(), owner: session.Owner(ctx), last: time.Now()}
+	s.conn = newHTTPConn(ctx, h.srv, s.id, s.forget)
 	// The session outlives the request that opens it, but keeps its
 	// context's values.
 	ss, err := h.srv.mcp.Connect(context.WithoutCancel(ctx), httpTransport{s.conn}, nil)
@@ -322,10 +338,14 @@ func (h *HTTPHandler) open(ctx context.Context) (*httpSession, error) {
 
 // httpSession is one client's MCP session.
 type httpSession struct {
-	h    *HTTPHandler
-	id   string
-	conn *httpConn
-	ss   *mcp.ServerSession
+	h  *HTTPHandler
+	id string
+	// owner is the credential that opened the session (session.Owner):
+	// its calls run in that owner's sessions, and requests of another
+	// owner do not find it.
+	owner string
+	conn  *httpConn
+	ss    *mcp.ServerSession
 
 	mu    sync.Mutex
 	refs  int       // requests in progress
@@ -441,25 +461,4 @@ func writeNotFound(w http.ResponseWriter, msg string) {
 	w.Header()["Content-Type"] = contentJSON
 	w.WriteHeader(http.StatusNotFound)
 	_, _ = w.Write(body)
-}
-
-func isJSONContent(ct string) bool {
-	if ct == "application/json" {
-		return true
-	}
-	media, _, err := mime.ParseMediaType(ct)
-	return err == nil && media == "application/json"
-}
-
-// isLoopback reports whether a host, with or without a port, is local.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

@@ -348,6 +348,27 @@ func TestHTTPHostCheck(t *testing.T) {
 		// operator chose; authentication is what guards it.
 		{"10.0.0.5:8080", "mcp.example", http.StatusOK},
 	}
+	origins := []struct {
+		host, origin string
+		status       int
+	}{
+		{"127.0.0.1:8080", "https://evil.example", http.StatusForbidden},
+		{"127.0.0.1:8080", "null", http.StatusForbidden},
+		{"127.0.0.1:8080", "http://127.0.0.1:8080", http.StatusOK},
+	}
+	for _, tt := range origins {
+		t.Run("origin "+tt.origin, func(t *testing.T) {
+			addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+			ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, addr)
+			req := request(ctx, http.MethodPost, "", initializeBody, map[string]string{"Origin": tt.origin})
+			req.Host = tt.host
+			rec := httptest.NewRecorder()
+			rs.h.ServeHTTP(rec, req)
+			if rec.Code != tt.status {
+				t.Errorf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+		})
+	}
 	for _, tt := range tests {
 		t.Run(tt.local+"/"+tt.host, func(t *testing.T) {
 			addr, err := net.ResolveTCPAddr("tcp", tt.local)

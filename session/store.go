@@ -120,7 +120,10 @@ type Store struct {
 
 // entry is one session.
 type entry struct {
-	id  string
+	id string
+	// key is the id scoped to the session's owner (see WithOwner): the
+	// key of Store.sessions.
+	key string
 	dir string
 	// sem admits one call at a time.
 	sem chan struct{}
@@ -207,7 +210,7 @@ func (s *Store) Acquire(ctx context.Context, id string) (*Lease, error) {
 	if err := execute.ValidateSessionID(id); err != nil {
 		return nil, err
 	}
-	e, err := s.enter(id)
+	e, err := s.enter(key(ctx, id), id)
 	if err != nil {
 		return nil, err
 	}
@@ -227,13 +230,13 @@ func (s *Store) Acquire(ctx context.Context, id string) (*Lease, error) {
 
 // enter finds or starts the session and counts the caller as one of its
 // users, so that it cannot expire under it.
-func (s *Store) enter(id string) (*entry, error) {
+func (s *Store) enter(k, id string) (*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
-	e := s.sessions[id]
+	e := s.sessions[k]
 	if e == nil {
 		if len(s.sessions) >= s.opts.MaxSessions {
 			s.sweepLocked(s.opts.now())
@@ -250,7 +253,8 @@ func (s *Store) enter(id string) (*entry, error) {
 		if e, err = s.create(id); err != nil {
 			return nil, err
 		}
-		s.sessions[id] = e
+		e.key = k
+		s.sessions[k] = e
 		s.live++
 	}
 	e.busy++
@@ -346,15 +350,19 @@ func (s *Store) leave(e *entry) {
 	}
 }
 
-// Delete ends the session id and removes its workspace. A call running
-// in it finishes first; the workspace is removed when it does. Calls
-// waiting for it fail with ErrNotFound.
-func (s *Store) Delete(id string) error {
+// Delete ends the session id of the owner without a credential (see
+// WithOwner) and removes its workspace. A call running in it finishes
+// first; the workspace is removed when it does. Calls waiting for it fail
+// with ErrNotFound.
+func (s *Store) Delete(id string) error { return s.DeleteContext(context.Background(), id) }
+
+// DeleteContext is Delete for the session id of ctx's owner.
+func (s *Store) DeleteContext(ctx context.Context, id string) error {
 	if err := execute.ValidateSessionID(id); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	e := s.sessions[id]
+	e := s.sessions[key(ctx, id)]
 	if e == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
@@ -370,7 +378,7 @@ func (s *Store) Delete(id string) error {
 // endLocked takes e out of the map and reports whether it can be destroyed
 // at once (no call uses it).
 func (s *Store) endLocked(e *entry) bool {
-	delete(s.sessions, e.id)
+	delete(s.sessions, e.key)
 	e.ended = true
 	return e.busy == 0
 }

@@ -23,6 +23,7 @@ import (
 // asked for from the command line. The code is one command:
 //
 //	print TEXT     write TEXT to stdout
+//	eprint TEXT    write TEXT to stderr
 //	cat            copy stdin to stdout
 //	exit N         exit with code N
 //	sleep          run out of time
@@ -34,6 +35,7 @@ import (
 //	touch NAME     write the file NAME in the workspace
 //	ls             list the workspace's files but the source
 //	syntax error   (fakec) fail to compile
+//	compile error TEXT  (fakec) fail to compile, saying TEXT
 type fakeBackend struct {
 	mu    sync.Mutex
 	specs []*sandbox.Spec
@@ -82,12 +84,17 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 		if code == "syntax error" {
 			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte("main.fkc:1: syntax error\n")
 		}
+		if msg, ok := strings.CutPrefix(code, "compile error "); ok {
+			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte(msg+"\n")
+		}
 		return res, nil
 	}
 	cmd, arg, _ := strings.Cut(code, " ")
 	switch cmd {
 	case "print":
 		res.Stdout = []byte(arg + "\n")
+	case "eprint":
+		res.Stderr = []byte(arg + "\n")
 	case "cat":
 		if spec.Stdin != nil {
 			var b bytes.Buffer

@@ -218,8 +218,19 @@ func (a *App) judgeSandboxError(c *common, req judge.ExecutionRequest, err error
 	return ExitFailure
 }
 
-// judgeTable prints the result for a person.
+// judgeTable prints the result for a person. On a terminal, the
+// compiler's output and the programs' messages in it have their control
+// characters shown as escapes (termSafe), as run shows its output.
 func (a *App) judgeTable(res judge.ExecutionResult) {
+	if isTerminal(a.Stdout) {
+		t := &termSafe{w: a.Stdout}
+		stdout := a.Stdout
+		a.Stdout = t
+		defer func() {
+			_ = t.Flush()
+			a.Stdout = stdout
+		}()
+	}
 	if res.CompilationOutput != nil && res.Status == judge.StatusCompilationError {
 		fmt.Fprintf(a.Stdout, "compilation failed:\n%s\n", strings.TrimRight(*res.CompilationOutput, "\n"))
 	}

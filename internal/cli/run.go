@@ -41,6 +41,7 @@ type runFlags struct {
 	pids      int
 	maxOutput int
 	session   string
+	rawOutput bool
 }
 
 func (a *App) runCmd(ctx context.Context, args []string) int {
@@ -61,10 +62,15 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&f.session, "session", "", "session `ID` (letters, digits, _ and -, at most 64): the files the program writes in /workspace "+
 		"stay for the next run with the same ID (kept under $XDG_STATE_HOME/coderunner/sessions, or /var/lib/coderunner/sessions as root; "+
 		"one run at a time per session; removed after sessions.idle_timeout unused)")
+	fs.BoolVar(&f.rawOutput, "raw-output", false, "pass the program's control characters and escape sequences through to a terminal "+
+		"(by default, on a terminal, they are shown as \\x1b, \\u009b and the like, so that the program cannot drive the terminal)")
 
 	pos, code, done := a.parse(fs, c, args)
 	if done {
 		return code
+	}
+	if !f.rawOutput {
+		defer a.sanitizeTerminals()()
 	}
 	switch {
 	case len(pos) == 0:

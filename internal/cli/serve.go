@@ -20,6 +20,7 @@ import (
 	"github.com/coderunner/coderunner/executor"
 	"github.com/coderunner/coderunner/httpapi"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/internal/httpguard"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/mcpserver"
 	"github.com/coderunner/coderunner/runner"
@@ -33,7 +34,10 @@ const serveAbout = `Serve the HTTP API (contract §6): POST /execute (spec 002),
 GET /openapi.yaml. Logs are JSON lines on stderr.
 
 Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on every
-endpoint but /health, /metrics and /openapi.yaml), CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
+endpoint but /health, /metrics and /openapi.yaml; several separated by
+commas, each with its own sessions; required, or serve refuses to start,
+when --addr is not loopback or CONTROL_PLANE_URL is set),
+CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
 heartbeats, ready and exited), CONTAINER_ID (default: the host name),
 POD_NAME, RESULTS_DIR (undelivered results, default /tmp/results), and
 every CODERUNNER_* configuration variable.
@@ -41,7 +45,12 @@ every CODERUNNER_* configuration variable.
 On SIGTERM it stops taking requests, reports running executions as crashed,
 sends the exited callback within 2 s and exits 143 (130 on SIGINT). It
 exits 1 when no sandbox backend works here, the work directory or RESULTS_DIR
-is not writable, or the address cannot be bound.`
+is not writable, or the address cannot be bound.
+
+Requests whose Host or Origin is not this server's are refused (403;
+further names in server.allowed_hosts), JSON bodies must be sent as
+application/json (415), and a body slower than server.read_timeout is cut
+(408).`
 
 // warmSandboxes is how many sandboxes the server keeps started ahead of
 // need, for backends that can.
@@ -75,6 +84,9 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return a.fail("serve", "--addr: %q is not host:port", addr)
+	}
+	if err := needToken(addr, cfg); err != nil {
+		return a.fail("serve", "%v", err)
 	}
 	langs, err := cfg.LanguageTable()
 	if err != nil {
@@ -130,11 +142,15 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		Executor:          exec,
 		Runner:            run,
 		Logger:            log,
-		APIToken:          string(cfg.Server.APIToken),
+		APITokens:         cfg.Server.APITokens(),
+		AllowedHosts:      cfg.Server.AllowedHostList(),
 		MaxConcurrent:     cfg.Server.MaxConcurrent,
 		QueueSize:         cfg.Server.QueueSize,
 		MaxBodyBytes:      int64(cfg.Server.MaxBodyMB) << 20,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
+		ReadTimeout:       cfg.Server.ReadTimeout.Std(),
+		WriteTimeout:      cfg.Server.WriteTimeout.Std(),
+		IdleTimeout:       cfg.Server.IdleTimeout.Std(),
 		Backend:           b.Name(),
 		Version:           a.Version,
 	}
@@ -167,7 +183,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		if err != nil {
 			return nil, err
 		}
-		return ms.Handler(), nil
+		return ms.NewHTTPHandler(mcpserver.HTTPOptions{AllowedHosts: cfg.Server.AllowedHostList()}), nil
 	}
 
 	// The reporter's metrics go to the server, built after it.
@@ -199,6 +215,23 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		return ExitFailure
 	}
 	return status.Code
+}
+
+// needToken refuses to serve without an API token where a token is what
+// keeps strangers out: on an address other machines can reach, and with a
+// control plane, which believes every result /execute reports.
+func needToken(addr string, cfg *config.Config) error {
+	if len(cfg.Server.APITokens()) > 0 {
+		return nil
+	}
+	const set = "set CODERUNNER_API_TOKEN (server.api_token) to a long random secret"
+	if cfg.ControlPlane.URL != "" {
+		return fmt.Errorf("control_plane.url (CONTROL_PLANE_URL) is set, and without an API token anyone who reaches this service could make it report a result for any execution_id: %s", set)
+	}
+	if !httpguard.IsLoopback(addr) {
+		return fmt.Errorf("--addr %s is not a loopback address, and without an API token anyone who reaches it could run code here: %s, or listen on 127.0.0.1", addr, set)
+	}
+	return nil
 }
 
 // openSessions opens the session store of the configuration's sessions

@@ -63,6 +63,9 @@ func TestServeNativeSessionsAndMCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)

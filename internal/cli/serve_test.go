@@ -78,6 +78,37 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
+// TestServeNeedsToken: without an API token, serve refuses to listen
+// where strangers can reach it (an address that is not loopback) and to
+// report to a control plane, naming the variable to set; it never binds.
+func TestServeNeedsToken(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		env  map[string]string
+		want string
+	}{
+		{"0.0.0.0:0", nil, "--addr 0.0.0.0:0 is not a loopback address"},
+		{":0", nil, "is not a loopback address"},
+		{"[::]:0", nil, "is not a loopback address"},
+		{"127.0.0.1:0", map[string]string{"CONTROL_PLANE_URL": "http://127.0.0.1:9", "INTERNAL_API_TOKEN": "cp"}, "control_plane.url (CONTROL_PLANE_URL) is set"},
+		{"0.0.0.0:0", map[string]string{"CODERUNNER_API_TOKEN": " , "}, "server.api_token: holds no token"},
+	} {
+		ta := newApp(t, "")
+		ta.LookupEnv = func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		// Were serve to start, it would run until ctx ends; the bound is
+		// for that failure only.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		code := ta.Run(ctx, []string{"serve", "--config", filepath.Join("testdata", "fake.yaml"), "--addr", tc.addr})
+		cancel()
+		if code != ExitUsage || !strings.Contains(ta.stderr.String(), tc.want) {
+			t.Errorf("serve --addr %s %v: exit %d, stderr %q; want %d and %q", tc.addr, tc.env, code, ta.stderr, ExitUsage, tc.want)
+		}
+		if tc.want != "server.api_token: holds no token" && !strings.Contains(ta.stderr.String(), "CODERUNNER_API_TOKEN (server.api_token)") {
+			t.Errorf("the refusal does not name the variable to set: %q", ta.stderr)
+		}
+	}
+}
+
 // TestServeInProcess runs serve on the fake backend with a control plane:
 // ready, /health, then the shutdown path (as SIGTERM) with exit 143.
 func TestServeInProcess(t *testing.T) {
@@ -88,6 +119,8 @@ func TestServeInProcess(t *testing.T) {
 		"INTERNAL_API_TOKEN": "tok-123",
 		"CONTAINER_ID":       "ctr-9",
 		"RESULTS_DIR":        t.TempDir(),
+		// A control plane needs an API token.
+		"CODERUNNER_API_TOKEN": "api-token",
 	}
 	ta.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -189,6 +222,7 @@ func TestServeBinarySIGTERM(t *testing.T) {
 		"INTERNAL_API_TOKEN=bin-token",
 		"CONTAINER_ID=bin-ctr",
 		"RESULTS_DIR=" + t.TempDir(),
+		"CODERUNNER_API_TOKEN=bin-api-token",
 	}
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/coderunner/coderunner/lang"
@@ -32,7 +33,10 @@ type Server struct {
 	// Addr is the listen address. The default is loopback only.
 	Addr string `yaml:"addr"`
 	// APIToken, when set, is required as "Authorization: Bearer" on every
-	// request (CODERUNNER_API_TOKEN).
+	// request (CODERUNNER_API_TOKEN). Several tokens, one per client, are
+	// separated by commas; sessions are scoped to the token that made them.
+	// serve refuses to start without one when Addr is not loopback or the
+	// control plane is configured.
 	APIToken Secret `yaml:"api_token"`
 	// MaxConcurrent is the number of executions running at once; 0 means
 	// the number of CPUs.
@@ -48,6 +52,18 @@ type Server struct {
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
+	// AllowedHosts are further names of the server (comma-separated,
+	// "name" or "name:port") that the Host and Origin headers may carry,
+	// besides localhost and the loopback addresses.
+	AllowedHosts string `yaml:"allowed_hosts"`
+	// ReadTimeout bounds the reading of a request's body after its
+	// headers; a slower body is answered 408 and its connection closed.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds each write of an answer to the client; it is
+	// renewed at every write, so it never cuts a long run or stream.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a kept-alive connection idle for this long.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 }
 
 // Backend chooses and configures the sandbox backend.
@@ -222,6 +238,9 @@ func Default() *Config {
 			Addr:              "127.0.0.1:8080",
 			MaxBodyMB:         16,
 			ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout:       Duration(60 * time.Second),
+			WriteTimeout:      Duration(60 * time.Second),
+			IdleTimeout:       Duration(120 * time.Second),
 			ShutdownTimeout:   Duration(30 * time.Second),
 			LogLevel:          "info",
 		},
@@ -286,3 +305,20 @@ func Default() *Config {
 // LanguageTable builds the language table: the embedded recipes with the
 // languages section's overrides.
 func (c *Config) LanguageTable() (*lang.Table, error) { return lang.New(c.Languages) }
+
+// APITokens are the tokens of server.api_token, split at commas.
+func (s *Server) APITokens() []string { return splitList(string(s.APIToken)) }
+
+// AllowedHostList is server.allowed_hosts, split at commas.
+func (s *Server) AllowedHostList() []string { return splitList(s.AllowedHosts) }
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

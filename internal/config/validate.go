@@ -86,6 +86,24 @@ func (s *Server) validate() error {
 		durRange("server.read_header_timeout", s.ReadHeaderTimeout, time.Second, time.Minute),
 		durRange("server.shutdown_timeout", s.ShutdownTimeout, 0, 10*time.Minute),
 		oneOf("server.log_level", s.LogLevel, "debug", "info", "warn", "error"),
+		s.validateWeb(),
+	)
+}
+
+// validateWeb checks the keys of the web-facing defences.
+func (s *Server) validateWeb() error {
+	for _, h := range s.AllowedHostList() {
+		if strings.ContainsAny(h, "/@ \t") || strings.Trim(h, "[]:") == "" {
+			return fmt.Errorf("server.allowed_hosts: %q is not a host name or host:port", h)
+		}
+	}
+	if s.APIToken != "" && len(s.APITokens()) == 0 {
+		return fmt.Errorf("server.api_token: holds no token (only commas and spaces)")
+	}
+	return firstErr(
+		durRange("server.read_timeout", s.ReadTimeout, time.Second, time.Hour),
+		durRange("server.write_timeout", s.WriteTimeout, time.Second, time.Hour),
+		durRange("server.idle_timeout", s.IdleTimeout, time.Second, time.Hour),
 	)
 }
 
