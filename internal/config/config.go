@@ -38,7 +38,7 @@ type Server struct {
 	// the number of CPUs.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// QueueSize is the number of requests that may wait for a slot; 0
-	// means max(10, 4 × CPUs).
+	// means max(64, 16 × max_concurrent).
 	QueueSize int `yaml:"queue_size"`
 	// MaxBodyMB caps a request body.
 	MaxBodyMB int `yaml:"max_body_mb"`
@@ -49,6 +49,12 @@ type Server struct {
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
 }
+
+// The largest server.max_concurrent and server.queue_size.
+const (
+	MaxSlots = 1024
+	MaxQueue = 100000
+)
 
 // Backend chooses and configures the sandbox backend.
 type Backend struct {
