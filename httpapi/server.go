@@ -152,6 +152,7 @@ type Server struct {
 	sessions  Sessions
 	mcp       http.Handler
 	rep       Reporter
+	spool     *spoolGate // nil without a bounded spool
 	log       *slog.Logger
 	tokenHash []byte
 	maxBody   int64
@@ -224,6 +225,7 @@ func New(opts Options) (*Server, error) {
 		s.registry = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(s.registry)
+	s.spool = newSpoolGate(s.rep, s.registry)
 	s.gate = newGate(s.slots, s.queue, func(running, waiting int) {
 		s.metrics.active.Set(float64(running))
 		s.metrics.queued.Set(float64(waiting))

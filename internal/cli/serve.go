@@ -265,6 +265,8 @@ func newReporter(cfg *config.Config, id string, log *slog.Logger, observe func(s
 		ResultsDir:        cp.ResultsDir,
 		Logger:            log,
 		HeartbeatInterval: cp.HeartbeatInterval.Std(),
+		MaxSpool:          cp.MaxSpoolResults,
+		MaxSpoolBytes:     int64(cp.MaxSpoolMB) << 20,
 		Observe:           observe,
 	})
 }

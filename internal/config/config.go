@@ -196,6 +196,11 @@ type ControlPlane struct {
 	// HeartbeatInterval is the time between heartbeats of a running
 	// execution.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// MaxSpoolResults and MaxSpoolMB bound the results waiting for the
+	// control plane; past either, /execute answers 503 until some are
+	// delivered.
+	MaxSpoolResults int `yaml:"max_spool_results"`
+	MaxSpoolMB      int `yaml:"max_spool_mb"`
 }
 
 // Sessions bounds the persistent workspaces of sessions.
@@ -263,6 +268,8 @@ func Default() *Config {
 		ControlPlane: ControlPlane{
 			ResultsDir:        "/tmp/results",
 			HeartbeatInterval: Duration(5 * time.Second),
+			MaxSpoolResults:   1000,
+			MaxSpoolMB:        256,
 		},
 		Sessions: Sessions{
 			IdleTimeout: Duration(30 * time.Minute),

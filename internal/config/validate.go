@@ -176,6 +176,12 @@ func (p *ControlPlane) validate() error {
 	if !filepath.IsAbs(p.ResultsDir) {
 		return fmt.Errorf("control_plane.results_dir: %q is not an absolute path", p.ResultsDir)
 	}
+	if err := intRange("control_plane.max_spool_results", p.MaxSpoolResults, 1, 1000000); err != nil {
+		return err
+	}
+	if err := intRange("control_plane.max_spool_mb", p.MaxSpoolMB, 1, 1<<20); err != nil {
+		return err
+	}
 	return durRange("control_plane.heartbeat_interval", p.HeartbeatInterval, time.Second, time.Minute)
 }
 
