@@ -40,7 +40,15 @@ targets | grep -E -- "$pattern" | while read -r pkg f; do
 		rm -f "$log"
 		exit 1
 	fi
-	grep -E '^fuzz: elapsed' "$log" | grep -v ' (0/sec)' | tail -1 || true
+	# The last progress line, and the average rate over the whole run.
+	grep -E '^fuzz: elapsed' "$log" | tail -1 | awk '{
+		el = $3; sub(/,$/, "", el); n = $5; sub(/,$/, "", n)
+		s = 0; t = el
+		if (match(t, /[0-9]+h/)) { s += substr(t, RSTART, RLENGTH - 1) * 3600 }
+		if (match(t, /[0-9]+m/)) { s += substr(t, RSTART, RLENGTH - 1) * 60 }
+		if (match(t, /[0-9.]+s/)) { s += substr(t, RSTART, RLENGTH - 1) }
+		printf "%d executions in %s, %d per second on average, no crash\n", n, el, (s > 0 ? n / s : n)
+	}'
 	tail -1 "$log"
 	rm -f "$log"
 done
