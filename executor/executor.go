@@ -76,6 +76,11 @@ type Executor struct {
 	// nonce draws the tag of a run's result block; tests replace it.
 	nonce    func() string
 	warnOnce sync.Once
+	// instance, once Check made it, is this process's locked directory
+	// of workspaces (claimInstance); empty means workDir itself.
+	mu           sync.Mutex
+	instance     string
+	instanceLock *os.File
 }
 
 // New returns an Executor that runs code in backend with the recipes of
@@ -101,7 +106,8 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 
 // Check makes sure workspaces can be made in WorkDir, so that a service
 // whose work directory is missing or read-only fails at start rather than
-// on every request.
+// on every request. It also removes the workspaces a process that died
+// left there, and puts this process's own in a directory it locks.
 func (e *Executor) Check() error {
 	ws, err := os.MkdirTemp(e.workDir, "coderunner-check-")
 	if err != nil {
@@ -109,6 +115,9 @@ func (e *Executor) Check() error {
 	}
 	if err := os.Remove(ws); err != nil {
 		return fmt.Errorf("unable to remove a workspace in %s: %w", e.workDir, err)
+	}
+	if err := e.claimInstance(); err != nil {
+		return fmt.Errorf("unable to make workspaces in %s: %w", e.workDir, err)
 	}
 	return nil
 }
@@ -288,7 +297,13 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 // workspace makes a fresh host directory for one run, size-capped where
 // possible, and the function that removes it.
 func (e *Executor) workspace(log *slog.Logger) (string, func(), error) {
-	ws, err := os.MkdirTemp(e.workDir, "coderunner-exec-")
+	e.mu.Lock()
+	parent := e.instance
+	e.mu.Unlock()
+	if parent == "" {
+		parent = e.workDir
+	}
+	ws, err := os.MkdirTemp(parent, "coderunner-exec-")
 	if err != nil {
 		return "", nil, fmt.Errorf("unable to create the workspace: %w", err)
 	}
