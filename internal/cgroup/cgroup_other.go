@@ -47,3 +47,6 @@ func (g *Group) Update(Limits) error { return ErrUnavailable }
 
 // ResetPeak fails: there are no cgroups here.
 func (g *Group) ResetPeak() error { return ErrUnavailable }
+
+// RemoveStale is never called: Detect returns no Manager here.
+func (m *Manager) RemoveStale(func(string) bool) int { return 0 }
