@@ -476,11 +476,17 @@ func main() {
 			}
 		}
 		rep.RSSGrowthKiB = after.RSSKiB - b.RSSKiB
+		// The slopes are those under load: without the first tenth of
+		// the samples (warming up) and the last one (idle, after it).
 		var xs, rss, fds []float64
-		for _, s := range rep.Samples {
+		under := rep.Samples[:len(rep.Samples)-1]
+		under = under[len(under)/10:]
+		for _, s := range under {
 			xs = append(xs, float64(s.unixMilli-rep.Samples[0].unixMilli)/3.6e6)
 			rss = append(rss, float64(s.RSSKiB))
 			fds = append(fds, float64(s.FDs))
+		}
+		for _, s := range rep.Samples {
 			rep.ProcessRSSPeakKiB = max(rep.ProcessRSSPeakKiB, s.RSSKiB)
 			rep.ProcessFDsPeak = max(rep.ProcessFDsPeak, s.FDs)
 			rep.ProcessChildrenPeak = max(rep.ProcessChildrenPeak, s.Children)
