@@ -2,7 +2,10 @@
 
 package cgroup
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Manager creates run groups; cgroups exist only on Linux.
 type Manager struct{}
@@ -49,4 +52,4 @@ func (g *Group) Update(Limits) error { return ErrUnavailable }
 func (g *Group) ResetPeak() error { return ErrUnavailable }
 
 // RemoveStale is never called: Detect returns no Manager here.
-func (m *Manager) RemoveStale(func(string) bool) int { return 0 }
+func (m *Manager) RemoveStale(time.Duration, func(string) bool) int { return 0 }

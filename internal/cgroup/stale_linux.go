@@ -3,14 +3,16 @@ package cgroup
 import (
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // RemoveStale removes, in every hierarchy, the groups under the Manager's
-// base for which stale(name) is true and which hold no process (rmdir
-// fails on a group that still does). It returns how many directories it
-// removed. A process that was killed leaves its run groups, empty, behind;
-// its successor calls this at start.
-func (m *Manager) RemoveStale(stale func(name string) bool) int {
+// base older than minAge for which stale(name) is true and which hold no
+// process (rmdir fails on a group that still does). It returns how many
+// directories it removed. A process that was killed leaves its run
+// groups, empty, behind; its successor calls this at start. minAge spares
+// a group another process has just made and not yet moved a process into.
+func (m *Manager) RemoveStale(minAge time.Duration, stale func(name string) bool) int {
 	n := 0
 	for _, h := range m.hiers {
 		ents, err := os.ReadDir(h.base)
@@ -19,6 +21,9 @@ func (m *Manager) RemoveStale(stale func(name string) bool) int {
 		}
 		for _, e := range ents {
 			if !e.IsDir() || validateName(e.Name()) != nil || !stale(e.Name()) {
+				continue
+			}
+			if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < minAge {
 				continue
 			}
 			if m.rmdir(filepath.Join(h.base, e.Name())) == nil {

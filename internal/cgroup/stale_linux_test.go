@@ -1,6 +1,9 @@
 package cgroup
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestRemoveStale: the groups the predicate names go from every
 // hierarchy; the others stay.
@@ -12,7 +15,10 @@ func TestRemoveStale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := m.RemoveStale(func(name string) bool { return name == "run-dead" }); n != len(m.hiers) {
+	if n := m.RemoveStale(time.Hour, func(string) bool { return true }); n != 0 {
+		t.Errorf("removed %d groups younger than the least age", n)
+	}
+	if n := m.RemoveStale(0, func(name string) bool { return name == "run-dead" }); n != len(m.hiers) {
 		t.Errorf("removed %d directories, want %d (one per hierarchy)", n, len(m.hiers))
 	}
 	for c := range v1Dirs {

@@ -152,7 +152,7 @@ func New(opts Options) (*Backend, error) {
 
 	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("probe-%d", os.Getpid()))
 	if b.cgroupErr == nil {
-		if n := b.cgroups.RemoveStale(deadOwner); n > 0 {
+		if n := b.cgroups.RemoveStale(staleCgroupAge, deadOwner); n > 0 {
 			b.log.Info("removed the cgroups of runs whose process died", "event", "stale_cgroups_removed", "count", n)
 		}
 	}

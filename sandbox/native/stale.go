@@ -4,9 +4,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// staleCgroupAge is the least age of a group removed at start: a process
+// in another PID namespace names its groups with PIDs that mean nothing
+// here, and a group of its is empty for a moment after it made it.
+const staleCgroupAge = 10 * time.Second
 
 // deadOwner reports whether name is one of the cgroups this backend makes
 // ("run-PID-N" for runs and warm sandboxes, "probe-PID") and its process
