@@ -5,6 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
+FUZZTIME ?= 20s
 
 .PHONY: build run test lint bench fuzz deps images clean
 
@@ -27,8 +28,8 @@ $(LINT):
 bench: ## latency and throughput next to bare fork/exec (needs root and gcc)
 	scripts/bench.sh
 
-fuzz: ## each fuzzer for 20 seconds
-	scripts/fuzz.sh 20s
+fuzz: ## every fuzz target in turn, FUZZTIME each (default 20s); scripts/fuzz.sh -list lists them
+	scripts/fuzz.sh $(FUZZTIME)
 
 deps: ## install the system packages the tests need (Debian; run as root)
 	scripts/install-deps.sh

@@ -27,6 +27,10 @@ var (
 	DefaultHeartbeatInterval = 5 * time.Second
 	// DefaultAttemptTimeout bounds one call.
 	DefaultAttemptTimeout = 5 * time.Second
+	// DefaultMaxSpool and DefaultMaxSpoolBytes bound the results waiting
+	// for delivery.
+	DefaultMaxSpool      = 1000
+	DefaultMaxSpoolBytes = int64(256 << 20)
 )
 
 // Kinds of call, as Options.Observe receives them.
@@ -61,6 +65,12 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// AttemptTimeout bounds one call; zero means DefaultAttemptTimeout.
 	AttemptTimeout time.Duration
+	// MaxSpool and MaxSpoolBytes bound the results waiting for delivery
+	// (each held in memory and in ResultsDir): past either, Full is true
+	// and the server takes no new execution until some are delivered.
+	// Zero means DefaultMaxSpool and DefaultMaxSpoolBytes.
+	MaxSpool      int
+	MaxSpoolBytes int64
 	// Observe, when set, is called after every call with its kind, how
 	// long it took and its error (nil when the control plane took it).
 	Observe func(kind string, took time.Duration, err error)
@@ -97,10 +107,15 @@ type Reporter struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	maxSpool      int
+	maxSpoolBytes int64
+
 	mu      sync.Mutex
 	pending map[string]*pending
-	idle    *sync.Cond // signalled when pending shrinks
-	closed  bool
+	// spoolBytes is the size of the pending bodies.
+	spoolBytes int64
+	idle       *sync.Cond // signalled when pending shrinks
+	closed     bool
 }
 
 // pending is a result not yet delivered.
@@ -138,7 +153,15 @@ func New(opts Options) (*Reporter, error) {
 		heartbeat:      opts.HeartbeatInterval,
 		attemptTimeout: opts.AttemptTimeout,
 		observe:        opts.Observe,
+		maxSpool:       opts.MaxSpool,
+		maxSpoolBytes:  opts.MaxSpoolBytes,
 		pending:        map[string]*pending{},
+	}
+	if r.maxSpool <= 0 {
+		r.maxSpool = DefaultMaxSpool
+	}
+	if r.maxSpoolBytes <= 0 {
+		r.maxSpoolBytes = DefaultMaxSpoolBytes
 	}
 	r.idle = sync.NewCond(&r.mu)
 	if r.client == nil {
@@ -235,11 +258,13 @@ func (r *Reporter) enqueue(id string, body []byte, store bool) {
 		return
 	}
 	if p, ok := r.pending[id]; ok {
+		r.spoolBytes += int64(len(body) - len(p.body))
 		p.body = body
 		p.gen++
 		return
 	}
 	r.pending[id] = &pending{body: body}
+	r.spoolBytes += int64(len(body))
 	r.wg.Add(1)
 	go r.deliver(id)
 }
@@ -289,8 +314,7 @@ func (r *Reporter) deliver(id string) {
 			if err := os.Remove(filepath.Join(r.dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.log.Error("unable to remove a delivered result", "event", "spool_error", "execution_id", id, "error", err)
 			}
-			delete(r.pending, id)
-			r.idle.Broadcast()
+			r.drop(id)
 			r.mu.Unlock()
 			r.log.Info("result delivered", "event", "result_delivered", "execution_id", id, "attempts", attempt+1)
 			return
@@ -298,8 +322,7 @@ func (r *Reporter) deliver(id string) {
 		r.logFailure(KindResult, id, attempt, err)
 		if !r.wait(attempt) {
 			r.mu.Lock()
-			delete(r.pending, id)
-			r.idle.Broadcast()
+			r.drop(id)
 			r.mu.Unlock()
 			return // closed: the stored file is re-sent at the next start
 		}
@@ -471,6 +494,32 @@ func (r *Reporter) Exited(ctx context.Context, exitCode int, reason string) erro
 			return fmt.Errorf("unable to report the exit: %w", err)
 		}
 	}
+}
+
+// drop forgets the pending result of id. r.mu is held.
+func (r *Reporter) drop(id string) {
+	if p, ok := r.pending[id]; ok {
+		r.spoolBytes -= int64(len(p.body))
+		delete(r.pending, id)
+	}
+	r.idle.Broadcast()
+}
+
+// Spool is the number and size of the results not yet delivered.
+func (r *Reporter) Spool() (results int, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending), r.spoolBytes
+}
+
+// SpoolFull is true when the results not yet delivered reach MaxSpool or
+// MaxSpoolBytes: the caller must not start executions that would add
+// more. Results handed over all the same are still kept and sent, so the
+// spool holds at most the bound plus the executions already started.
+func (r *Reporter) SpoolFull() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) >= r.maxSpool || r.spoolBytes >= r.maxSpoolBytes
 }
 
 // Pending is the number of results not yet delivered.

@@ -10,9 +10,9 @@
 // Options.Sessions ends them.
 //
 // Executions of every endpoint share the running slots (by default one per
-// core) and a bounded queue (by default max(10, 4 × cores) waiting
-// requests), the MCP tool execute_code included; a request that finds both full is refused with 503 and
-// Retry-After before any work is done, and a request once queued is never
+// core) and a bounded queue (by default max(64, 16 × slots) waiting
+// requests), the MCP tool execute_code included; a request that finds both
+// full is refused with 503 and Retry-After before any work is done, and a request once queued is never
 // dropped. An /execute request runs to its end even when its client
 // leaves, since its result is owed to the control plane; /v1/run and
 // /v1/judge stop when their client leaves.

@@ -74,6 +74,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, status, code, err.Error())
 		return
 	}
+	if s.spool.refuse(w, r) {
+		return
+	}
 	done, ok := s.admit(w, r)
 	if !ok {
 		return

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -225,6 +226,28 @@ func TestCollisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRecipeFile: recipes.yaml's loader, seeded with the real file and
+// variations of it, decodes or refuses any bytes, and what it decodes
+// builds a table or is refused as an invalid recipe, never a panic.
+func FuzzRecipeFile(f *testing.F) {
+	f.Add(embeddedRecipes)
+	f.Add(bytes.Replace(embeddedRecipes, []byte("python"), []byte("snake"), 1))
+	f.Add([]byte("base_mounts: [/usr, /lib]\nlanguages:\n  c:\n    source: main.c\n    compile: true\n"))
+	f.Add([]byte("languages: {x: {nope: 1}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rf, err := parseRecipeFile(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRecipe) {
+				t.Fatalf("error %v does not wrap ErrInvalidRecipe", err)
+			}
+			return
+		}
+		if _, err := New(rf.Languages); err != nil && !errors.Is(err, ErrInvalidRecipe) {
+			t.Fatalf("error %v does not wrap ErrInvalidRecipe", err)
+		}
+	})
 }
 
 func FuzzRecipeYAML(f *testing.F) {

@@ -45,15 +45,19 @@ var defaultTable = sync.OnceValue(func() *Table {
 func Default() *Table { return defaultTable() }
 
 // parseEmbedded decodes recipes.yaml once; New copies what it uses.
-var parseEmbedded = sync.OnceValues(func() (recipeFile, error) {
+var parseEmbedded = sync.OnceValues(func() (recipeFile, error) { return parseRecipeFile(embeddedRecipes) })
+
+// parseRecipeFile decodes the layout of recipes.yaml; unknown fields are
+// errors.
+func parseRecipeFile(b []byte) (recipeFile, error) {
 	var f recipeFile
-	dec := yaml.NewDecoder(bytes.NewReader(embeddedRecipes))
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		return f, fmt.Errorf("%w: recipes.yaml: %w", ErrInvalidRecipe, err)
 	}
 	return f, nil
-})
+}
 
 // New builds a table from the embedded recipes and overrides, which
 // replace the fields they set of the recipe with the same id or add a

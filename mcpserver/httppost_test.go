@@ -59,12 +59,22 @@ func FuzzDecodePost(f *testing.F) {
 }
 
 // hasFoldedKey reports whether data holds a key of the JSON-RPC envelope
-// in other letter case ("Params"). encoding/json takes such a key for the
-// field, the SDK's decoder does not; the leniency is harmless, and the
-// fuzzers leave it out of their comparison.
+// or of its error object in other letter case ("Params", "messAge").
+// encoding/json takes such a key for the field, the SDK's decoder does
+// not; the leniency is harmless, and the fuzzers leave it out of their
+// comparison.
 func hasFoldedKey(data []byte) bool {
 	lower := bytes.ToLower(data)
-	for _, key := range []string{`"jsonrpc"`, `"id"`, `"method"`, `"params"`, `"result"`, `"error"`} {
+	for _, key := range []string{`"jsonrpc"`, `"id"`, `"method"`, `"params"`, `"result"`, `"error"`, `"code"`, `"message"`, `"data"`} {
+		if len(lower) != len(data) {
+			// Lowering changed the length (invalid UTF-8, or a letter
+			// such as the Kelvin sign that folds to ASCII): offsets in
+			// lower are not those of data, so any key counts as folded.
+			if bytes.Contains(lower, []byte(key)) {
+				return true
+			}
+			continue
+		}
 		for i := 0; ; {
 			j := bytes.Index(lower[i:], []byte(key))
 			if j < 0 {

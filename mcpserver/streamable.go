@@ -446,6 +446,10 @@ func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64,
 		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
 	}
 	w.Header()["Content-Type"] = contentJSON
+	if status == http.StatusServiceUnavailable {
+		// Every 503 of the service says when to come back.
+		w.Header().Set("Retry-After", "1")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -427,6 +427,9 @@ func TestHTTPSessionCap(t *testing.T) {
 	if r := decodeResponse(t, rec); rec.Code != http.StatusServiceUnavailable || r.Error == nil || !strings.Contains(r.Error.Message, "2 MCP sessions are open") {
 		t.Fatalf("a third session: %d %s", rec.Code, rec.Body)
 	}
+	if rec.Header().Get("Retry-After") == "" {
+		t.Error("a 503 without Retry-After")
+	}
 	if rec.Header().Get(headerSession) != "" {
 		t.Error("a refused initialize got a session id")
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,6 +32,10 @@ const (
 	// staleAge is the age at which a file in tmpDir is left over by a
 	// process that died: no compile lasts that long.
 	staleAge = time.Hour
+	// sumFile, in an entry, holds the digest of the rest of the entry
+	// (treeDigest), written before the entry is renamed into place and
+	// checked each time the entry is taken.
+	sumFile = ".coderunner-sum"
 )
 
 // KeyInput is what identifies a compiled program: the same inputs always
@@ -147,6 +153,87 @@ func checkReachable(dir string) error {
 	}
 }
 
+// treeDigest is the hex SHA-256 of the tree at dir: every path with its
+// type and permissions, and each file's size and content (a link's
+// target), in lexical order, the sum file excepted. It never follows a
+// link.
+func treeDigest(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == sumFile {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%q %s", rel, fi.Mode())
+		switch {
+		case fi.Mode().IsRegular():
+			fmt.Fprintf(h, " %d\n", fi.Size())
+			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:gosec // the cache holds only what the runner wrote; no link is followed at the end
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(h, f)
+			_ = f.Close()
+			if err != nil {
+				return err
+			}
+			if n != fi.Size() {
+				return fmt.Errorf("%s changed while it was read", rel)
+			}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, " %q\n", t)
+		default:
+			h.Write([]byte{'\n'})
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// writeSum records the digest of the staged entry dir in it.
+func writeSum(dir string) error {
+	sum, err := treeDigest(dir)
+	if err != nil {
+		return fmt.Errorf("unable to checksum the compiled program: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, sumFile), []byte(sum+"\n"), 0o444)
+}
+
+// checkSum fails unless the entry dir has the digest it was stored with.
+func checkSum(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, sumFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("no digest: %w", err)
+	}
+	want, err := io.ReadAll(io.LimitReader(f, 128))
+	_ = f.Close()
+	if err != nil {
+		return err
+	}
+	got, err := treeDigest(dir)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(want)) != got {
+		return errors.New("its files differ from those stored")
+	}
+	return nil
+}
+
 // removeStale removes what dead processes left in tmp.
 func (c *cache) removeStale() {
 	ents, err := os.ReadDir(c.tmp)
@@ -179,7 +266,8 @@ func (c *cache) mkTemp(prefix string) (string, error) {
 	return d, nil
 }
 
-// open takes the entry of key if it is there, and marks it used.
+// open takes the entry of key if it is there and intact, and marks it
+// used.
 func (c *cache) open(key string) (*entry, bool, error) {
 	p := filepath.Join(c.entries, key)
 	f, err := os.OpenFile(p, os.O_RDONLY|noFollowDir, 0)
@@ -201,6 +289,16 @@ func (c *cache) open(key string) (*entry, bool, error) {
 		_ = f.Close()
 		return nil, false, nil
 	}
+	// A damaged entry (truncated or changed files, changed permissions,
+	// no digest) is never run: it goes, and the caller compiles again.
+	if err := checkSum(p); err != nil {
+		_ = f.Close()
+		c.log.Warn("a cache entry is damaged; compiling again", "event", "cache_damaged", "key", key, "error", err)
+		if _, err := c.remove(key); err != nil {
+			c.log.Warn("unable to remove a damaged cache entry", "key", key, "error", err)
+		}
+		return nil, false, nil
+	}
 	c.mu.Lock()
 	c.inUse[key]++
 	c.mu.Unlock()
@@ -216,7 +314,11 @@ func (c *cache) open(key string) (*entry, bool, error) {
 // dropped and the other entry taken.
 func (c *cache) insert(key, staged string) (*entry, error) {
 	p := filepath.Join(c.entries, key)
-	if err := os.Rename(staged, p); err != nil {
+	err := writeSum(staged)
+	if err == nil {
+		err = os.Rename(staged, p)
+	}
+	if err != nil {
 		if rmErr := removeTree(staged); rmErr != nil {
 			c.log.Warn("unable to remove a staged cache entry", "path", staged, "error", rmErr)
 		}

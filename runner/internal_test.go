@@ -342,8 +342,8 @@ func TestPrepareFake(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"main", "main.c"}) {
-		t.Errorf("cache entry holds %q, want the binary and the source only", names)
+	if !slices.Equal(names, []string{sumFile, "main", "main.c"}) {
+		t.Errorf("cache entry holds %q, want the binary, the source and the digest only", names)
 	}
 }
 

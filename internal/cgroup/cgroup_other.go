@@ -2,7 +2,10 @@
 
 package cgroup
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Manager creates run groups; cgroups exist only on Linux.
 type Manager struct{}
@@ -47,3 +50,6 @@ func (g *Group) Update(Limits) error { return ErrUnavailable }
 
 // ResetPeak fails: there are no cgroups here.
 func (g *Group) ResetPeak() error { return ErrUnavailable }
+
+// RemoveStale is never called: Detect returns no Manager here.
+func (m *Manager) RemoveStale(time.Duration, func(string) bool) int { return 0 }

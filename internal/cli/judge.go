@@ -112,8 +112,8 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("judge", "--tests: %v", err)
 	}
-	var tests []judge.TestCase
-	if err := json.Unmarshal(raw, &tests); err != nil {
+	tests, err := decodeTests(raw)
+	if err != nil {
 		return a.fail("judge", "--tests: %s is not a JSON array of test cases: %v", f.tests, err)
 	}
 
@@ -293,4 +293,13 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// decodeTests reads a tests file: a JSON array of test cases.
+func decodeTests(raw []byte) ([]judge.TestCase, error) {
+	var tests []judge.TestCase
+	if err := json.Unmarshal(raw, &tests); err != nil {
+		return nil, err
+	}
+	return tests, nil
 }

@@ -60,6 +60,9 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	fs, c := a.flagSet("serve", "", serveAbout, true)
 	var addr string
 	fs.StringVar(&addr, "addr", "", "listen address `HOST:PORT` (default: server.addr of the configuration, 127.0.0.1:8080)")
+	var slots, queue int
+	fs.IntVar(&slots, "max-concurrent", 0, "running slots: executions at once, `N` sandboxes (default: server.max_concurrent, else one per CPU)")
+	fs.IntVar(&queue, "queue-size", 0, "requests that may wait for a slot, `N` (default: server.queue_size, else max(64, 16 × slots)); more get 503 with Retry-After")
 	pos, code, done := a.parse(fs, c, args)
 	if done {
 		return code
@@ -81,6 +84,18 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	}
 	if addr == "" {
 		addr = cfg.Server.Addr
+	}
+	if isSet(fs, "max-concurrent") {
+		if slots < 1 || slots > config.MaxSlots {
+			return a.fail("serve", "--max-concurrent: %d is out of range 1..%d", slots, config.MaxSlots)
+		}
+		cfg.Server.MaxConcurrent = slots
+	}
+	if isSet(fs, "queue-size") {
+		if queue < 1 || queue > config.MaxQueue {
+			return a.fail("serve", "--queue-size: %d is out of range 1..%d", queue, config.MaxQueue)
+		}
+		cfg.Server.QueueSize = queue
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return a.fail("serve", "--addr: %q is not host:port", addr)
@@ -283,6 +298,8 @@ func newReporter(cfg *config.Config, id string, log *slog.Logger, observe func(s
 		ResultsDir:        cp.ResultsDir,
 		Logger:            log,
 		HeartbeatInterval: cp.HeartbeatInterval.Std(),
+		MaxSpool:          cp.MaxSpoolResults,
+		MaxSpoolBytes:     int64(cp.MaxSpoolMB) << 20,
 		Observe:           observe,
 	})
 }

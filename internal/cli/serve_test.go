@@ -65,6 +65,8 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "extra"}, ExitUsage, "no arguments"},
 		{[]string{"serve", "--addr", "nope"}, ExitUsage, "--addr"},
 		{[]string{"serve", "--bogus"}, ExitUsage, "--bogus"},
+		{[]string{"serve", "--max-concurrent", "0"}, ExitUsage, "--max-concurrent: 0 is out of range"},
+		{[]string{"serve", "--queue-size", "-3"}, ExitUsage, "--queue-size: -3 is out of range"},
 		{[]string{"serve", "--backend", "docker", "--addr", "127.0.0.1:0"}, ExitFailure, "no sandbox backend works here"},
 	} {
 		ta := newApp(t, "")
@@ -127,7 +129,8 @@ func TestServeInProcess(t *testing.T) {
 	defer cancel(nil)
 	done := make(chan int, 1)
 	go func() {
-		done <- ta.Run(ctx, []string{"serve", "--config", filepath.Join("testdata", "fake.yaml"), "--addr", "127.0.0.1:0"})
+		done <- ta.Run(ctx, []string{"serve", "--config", filepath.Join("testdata", "fake.yaml"), "--addr", "127.0.0.1:0",
+			"--max-concurrent", "3", "--queue-size", "5"})
 	}()
 
 	ready := cs.wait(t, "/internal/containers/ctr-9/ready")
@@ -139,9 +142,14 @@ func TestServeInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var h struct {
+		Slots     int `json:"slots"`
+		QueueSize int `json:"queue_size"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("/health %d", resp.StatusCode)
+	if resp.StatusCode != 200 || err != nil || h.Slots != 3 || h.QueueSize != 5 {
+		t.Errorf("/health %d %+v %v; want 3 slots and a queue of 5 from the flags", resp.StatusCode, h, err)
 	}
 	cancel(httpapi.ExitSIGTERM)
 	exited := cs.wait(t, "/internal/containers/ctr-9/exited")

@@ -42,7 +42,7 @@ type Server struct {
 	// the number of CPUs.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// QueueSize is the number of requests that may wait for a slot; 0
-	// means max(10, 4 × CPUs).
+	// means max(64, 16 × max_concurrent).
 	QueueSize int `yaml:"queue_size"`
 	// MaxBodyMB caps a request body.
 	MaxBodyMB int `yaml:"max_body_mb"`
@@ -65,6 +65,12 @@ type Server struct {
 	// IdleTimeout closes a kept-alive connection idle for this long.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 }
+
+// The largest server.max_concurrent and server.queue_size.
+const (
+	MaxSlots = 1024
+	MaxQueue = 100000
+)
 
 // Backend chooses and configures the sandbox backend.
 type Backend struct {
@@ -219,6 +225,11 @@ type ControlPlane struct {
 	// HeartbeatInterval is the time between heartbeats of a running
 	// execution.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// MaxSpoolResults and MaxSpoolMB bound the results waiting for the
+	// control plane; past either, /execute answers 503 until some are
+	// delivered.
+	MaxSpoolResults int `yaml:"max_spool_results"`
+	MaxSpoolMB      int `yaml:"max_spool_mb"`
 }
 
 // Sessions bounds the persistent workspaces of sessions.
@@ -293,6 +304,8 @@ func Default() *Config {
 		ControlPlane: ControlPlane{
 			ResultsDir:        "/tmp/results",
 			HeartbeatInterval: Duration(5 * time.Second),
+			MaxSpoolResults:   1000,
+			MaxSpoolMB:        256,
 		},
 		Sessions: Sessions{
 			IdleTimeout: Duration(30 * time.Minute),

@@ -301,6 +301,8 @@ func TestValidationMessages(t *testing.T) {
 		{func(c *Config) { c.Server.Addr = "localhost:http" }, `server.addr: "localhost:http" has no valid port`},
 		{func(c *Config) { c.Server.MaxConcurrent = -1 }, "server.max_concurrent: -1 is out of range 0..1024"},
 		{func(c *Config) { c.Server.QueueSize = -1 }, "server.queue_size: -1 is out of range 0..100000"},
+		{func(c *Config) { c.ControlPlane.MaxSpoolResults = 0 }, "control_plane.max_spool_results: 0 is out of range 1..1000000"},
+		{func(c *Config) { c.ControlPlane.MaxSpoolMB = -1 }, "control_plane.max_spool_mb: -1 is out of range 1..1048576"},
 		{func(c *Config) { c.Server.MaxBodyMB = 0 }, "server.max_body_mb: 0 is out of range 1..1024"},
 		{func(c *Config) { c.Server.ReadHeaderTimeout = 0 }, "server.read_header_timeout: 0s is out of range 1s..1m0s"},
 		{func(c *Config) { c.Server.ShutdownTimeout = Duration(time.Hour) }, "server.shutdown_timeout: 1h0m0s is out of range 0s..10m0s"},

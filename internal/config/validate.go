@@ -80,8 +80,8 @@ func (s *Server) validate() error {
 	}
 	_ = host // empty means every interface, which is the operator's choice
 	return firstErr(
-		intRange("server.max_concurrent", s.MaxConcurrent, 0, 1024),
-		intRange("server.queue_size", s.QueueSize, 0, 100000),
+		intRange("server.max_concurrent", s.MaxConcurrent, 0, MaxSlots),
+		intRange("server.queue_size", s.QueueSize, 0, MaxQueue),
 		intRange("server.max_body_mb", s.MaxBodyMB, 1, 1024),
 		durRange("server.read_header_timeout", s.ReadHeaderTimeout, time.Second, time.Minute),
 		durRange("server.shutdown_timeout", s.ShutdownTimeout, 0, 10*time.Minute),
@@ -196,6 +196,12 @@ func (p *ControlPlane) validate() error {
 	}
 	if !filepath.IsAbs(p.ResultsDir) {
 		return fmt.Errorf("control_plane.results_dir: %q is not an absolute path", p.ResultsDir)
+	}
+	if err := intRange("control_plane.max_spool_results", p.MaxSpoolResults, 1, 1000000); err != nil {
+		return err
+	}
+	if err := intRange("control_plane.max_spool_mb", p.MaxSpoolMB, 1, 1<<20); err != nil {
+		return err
 	}
 	return durRange("control_plane.heartbeat_interval", p.HeartbeatInterval, time.Second, time.Minute)
 }

@@ -153,6 +153,11 @@ func New(opts Options) (*Backend, error) {
 	}
 
 	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("probe-%d", os.Getpid()))
+	if b.cgroupErr == nil {
+		if n := b.cgroups.RemoveStale(staleCgroupAge, deadOwner); n > 0 {
+			b.log.Info("removed the cgroups of runs whose process died", "event", "stale_cgroups_removed", "count", n)
+		}
+	}
 	if b.cgroupErr != nil {
 		b.warnings = append(b.warnings, fmt.Sprintf(
 			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)",
