@@ -227,7 +227,14 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 			labelPID:      strconv.Itoa(os.Getpid()),
 		},
 	}
-	created, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	// The engine may go on creating a container after the request for it
+	// was cancelled, and its id would then be known to nobody: the
+	// container would stay behind, created and never removed. So the
+	// create is not cancelled with ctx (only bounded in time); the start
+	// below is, and a container whose start fails is discarded.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	created, err := b.cli.ContainerCreate(cctx, cfg, hc, nil, nil, "")
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to create a container of image %s: %w", sandbox.ErrSetup, image, err)
 	}
@@ -257,6 +264,10 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 	}
 	return bx, nil
 }
+
+// createTimeout bounds a container's creation, which a cancelled run does
+// not cut short.
+const createTimeout = time.Minute
 
 // tarFiles is the archive of a private workspace's files.
 func tarFiles(files []sandbox.File) ([]byte, error) {

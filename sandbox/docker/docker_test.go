@@ -143,3 +143,27 @@ func TestImageForNamesTheImage(t *testing.T) {
 		t.Errorf("ImageFor(python) = %q, want %q", got, want)
 	}
 }
+
+// TestCancelDuringCreate cancels runs at delays spread over a container's
+// creation and start: whenever the cancel lands, no container may stay
+// behind (the engine finishes a create whose request was cancelled, and
+// the container's id would be known to nobody).
+func TestCancelDuringCreate(t *testing.T) {
+	b := newBackend(t, docker.Options{})
+	spec := &sandbox.Spec{Args: []string{"/bin/sh", "-c", "sleep 60"}, Env: []string{"PATH=/usr/bin:/bin"}}
+	for d := time.Duration(0); d <= 300*time.Millisecond; d += 15 * time.Millisecond {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		_, err := b.Run(ctx, spec)
+		cancel()
+		if err == nil {
+			t.Fatalf("cancelled after %v: the run ended without an error", d)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for b.Leftovers(context.Background()) != nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := b.Leftovers(context.Background()); err != nil {
+			t.Fatalf("cancelled after %v: left behind: %v", d, err)
+		}
+	}
+}
