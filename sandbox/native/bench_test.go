@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
 )
@@ -62,6 +63,44 @@ func BenchmarkTrueSeries(b *testing.B) {
 	spec := &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: native.BaseMounts()}
 	for b.Loop() {
 		res, err := ser.Run(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Status != sandbox.StatusOK {
+			b.Fatalf("status %s: %s", res.Status, res.Stderr)
+		}
+	}
+}
+
+// BenchmarkTrueWarmHostWorkspace runs /bin/true with a warm pool and a
+// host workspace capped by capws, as /v1/run, MCP's execute_code and the
+// Go API do; BenchmarkTrueSandboxHostWorkspace is the same without a pool.
+func BenchmarkTrueWarmHostWorkspace(b *testing.B)    { benchHostWorkspace(b, 2) }
+func BenchmarkTrueSandboxHostWorkspace(b *testing.B) { benchHostWorkspace(b, 0) }
+
+func benchHostWorkspace(b *testing.B, warm int) {
+	if !capws.Supported() {
+		b.Skip("a capped host workspace needs root")
+	}
+	be, err := native.New(native.Options{Warm: warm})
+	if err != nil {
+		b.Skipf("native backend unavailable: %v", err)
+	}
+	defer be.Close()
+	for b.Loop() {
+		// A fresh workspace per run, as its callers make one, mounted
+		// after the warm sandboxes started.
+		b.StopTimer()
+		ws, err := capws.New("", "bench-ws-", sandbox.DefaultLimits.WorkspaceSize, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		spec := &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: native.BaseMounts(), Workspace: ws.Path}
+		res, err := be.Run(context.Background(), spec)
+		b.StopTimer()
+		_ = ws.Remove()
+		b.StartTimer()
 		if err != nil {
 			b.Fatal(err)
 		}
