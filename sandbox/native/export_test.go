@@ -1,7 +1,10 @@
 package native
 
 import (
+	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -19,6 +22,17 @@ func WithHostTreeAttached(opts Options) Options {
 // kernel cannot send a workspace's mount to a sandbox.
 func WithoutAttach(opts Options) Options {
 	opts.noAttach = true
+	return opts
+}
+
+// WithUnattachableWorkspace returns opts for a backend that sends the
+// sandbox, for a host workspace, a descriptor of the directory instead
+// of a detached mount: the init's attach fails as on a kernel that does
+// not allow it.
+func WithUnattachableWorkspace(opts Options) Options {
+	opts.clone = func(dir string) (*os.File, error) {
+		return os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	return opts
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	// clone a mount or attach it in the sandbox's namespace, so that the
 	// tests cover that path too.
 	noAttach bool
+	// clone, when set, replaces cloneWorkspace, so that the tests can
+	// send what the init cannot attach.
+	clone func(dir string) (*os.File, error)
 	// keepHostAttached makes every sandbox keep the host's tree attached
 	// until its second phase is done, as it must on kernels that cannot
 	// clone mounts out of a detached tree (before Linux 6.15), so that
@@ -96,6 +99,7 @@ type Backend struct {
 	// sandbox (hostWorkspace): runs bind it out of a new sandbox's copy
 	// of the host's tree instead.
 	noAttach atomic.Bool
+	clone    func(dir string) (*os.File, error)
 	// coldStarts counts the sandboxes started for a run that found none
 	// ready.
 	coldStarts atomic.Uint64
@@ -138,6 +142,10 @@ func New(opts Options) (*Backend, error) {
 		b.innerUID = sandboxUID
 	}
 	b.noAttach.Store(opts.noAttach)
+	b.clone = cloneWorkspace
+	if opts.clone != nil {
+		b.clone = opts.clone
+	}
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("%w: native backend needs Linux", sandbox.ErrUnavailable)
 	}

@@ -2,6 +2,7 @@ package native_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -339,12 +340,45 @@ func TestAttachedWorkspacePrivate(t *testing.T) {
 	}
 }
 
+// TestUnattachableWorkspaceFallsBack gives the init, for a host
+// workspace, something it cannot attach, as a kernel that refuses it
+// would: that run fails with a setup error that says so, and the backend
+// binds the workspaces of later runs out of a new sandbox's copy of the
+// host's tree instead.
+func TestUnattachableWorkspaceFallsBack(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.WithUnattachableWorkspace(native.Options{}))
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	defer b.Close()
+	ws, err := capws.New("", "unattachable-", 4*sandbox.MiB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ws.Remove() }()
+	spec := &sandbox.Spec{Args: []string{"/bin/sh", "-c", "echo here > f && cat f"}, Mounts: native.BaseMounts(), Workspace: ws.Path}
+	_, err = b.Run(context.Background(), spec)
+	if !errors.Is(err, sandbox.ErrSetup) || !strings.Contains(err.Error(), "attach workspace") {
+		t.Fatalf("a workspace the init cannot attach: %v", err)
+	}
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != "here\n" {
+		t.Fatalf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+}
+
 // TestConformanceHostTreeAttached runs the suite with the host's tree kept
 // attached until the second phase is done, as on kernels before Linux 6.15
-// where sources cannot be cloned out of a detached copy.
+// where sources cannot be cloned out of a detached copy, and with host
+// workspaces bound out of the sandbox's copy of the host's tree, as where
+// the backend cannot send a workspace's mount (before Linux 5.12).
 func TestConformanceHostTreeAttached(t *testing.T) {
 	testutil.RequireRoot(t)
-	b, err := native.New(native.WithHostTreeAttached(native.Options{}))
+	b, err := native.New(native.WithoutAttach(native.WithHostTreeAttached(native.Options{})))
 	if err != nil {
 		t.Fatalf("native backend unavailable: %v", err)
 	}

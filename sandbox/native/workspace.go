@@ -35,7 +35,7 @@ func (r *run) hostWorkspace() error {
 		return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
 	}
 	if !b.noAttach.Load() {
-		tree, err := cloneWorkspace(src)
+		tree, err := b.clone(src)
 		switch {
 		case err == nil:
 			r.tree = tree
