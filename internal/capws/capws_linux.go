@@ -80,7 +80,9 @@ func Mount(dir string, size int64, inodes int) error {
 	// opened is not followed.
 	target := "/proc/self/fd/" + strconv.Itoa(fd)
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
-	if err := unix.Mount("coderunner-workspace", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	// The source name is what a sandbox's /proc/self/mountinfo shows of
+	// the mount: nothing of the host or of the product.
+	if err := unix.Mount("workspace", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("%w: mounting a tmpfs on %s: %w", ErrUnsupported, dir, err)
 		}

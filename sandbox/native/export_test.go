@@ -1,6 +1,13 @@
 package native
 
-import "github.com/coderunner/coderunner/sandbox"
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/sandbox"
+)
 
 // WithHostTreeAttached returns opts for a backend whose sandboxes keep the
 // host's tree attached until their second phase is done, the path taken on
@@ -8,6 +15,41 @@ import "github.com/coderunner/coderunner/sandbox"
 func WithHostTreeAttached(opts Options) Options {
 	opts.keepHostAttached = true
 	return opts
+}
+
+// WithoutAttach returns opts for a backend that binds a host workspace
+// out of a new sandbox's copy of the host's tree, the path taken where the
+// kernel cannot send a workspace's mount to a sandbox.
+func WithoutAttach(opts Options) Options {
+	opts.noAttach = true
+	return opts
+}
+
+// WithUnattachableWorkspace returns opts for a backend that sends the
+// sandbox, for a host workspace, a descriptor of the directory instead
+// of a detached mount: the init's attach fails as on a kernel that does
+// not allow it.
+func WithUnattachableWorkspace(opts Options) Options {
+	opts.clone = func(dir string) (*os.File, error) {
+		return os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	return opts
+}
+
+// ColdStarts returns how many sandboxes b started for a run that found
+// none ready.
+func ColdStarts(b *Backend) uint64 { return b.coldStarts.Load() }
+
+// WaitWarm waits, for up to 30 seconds, until b's pool has a sandbox
+// ready, and reports whether it has.
+func WaitWarm(b *Backend) bool {
+	for range 3000 {
+		if len(b.pool.ready) > 0 {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 // KeptInits returns the process ids of the inits ser keeps idle.

@@ -44,6 +44,14 @@ type Options struct {
 	// a one-shot command wants 0. Call Close to stop them.
 	Warm int
 
+	// noAttach makes runs bind a host workspace out of the sandbox's copy
+	// of the host's tree, in a new sandbox, as on kernels that cannot
+	// clone a mount or attach it in the sandbox's namespace, so that the
+	// tests cover that path too.
+	noAttach bool
+	// clone, when set, replaces cloneWorkspace, so that the tests can
+	// send what the init cannot attach.
+	clone func(dir string) (*os.File, error)
 	// keepHostAttached makes every sandbox keep the host's tree attached
 	// until its second phase is done, as it must on kernels that cannot
 	// clone mounts out of a detached tree (before Linux 6.15), so that
@@ -87,6 +95,14 @@ type Backend struct {
 	// of need get its cgroup limits and /tmp and /workspace sizes, so
 	// that a run like it skips setting them.
 	recent atomic.Pointer[sandbox.Limits]
+	// noAttach is set where a host workspace's mount cannot be sent to a
+	// sandbox (hostWorkspace): runs bind it out of a new sandbox's copy
+	// of the host's tree instead.
+	noAttach atomic.Bool
+	clone    func(dir string) (*os.File, error)
+	// coldStarts counts the sandboxes started for a run that found none
+	// ready.
+	coldStarts atomic.Uint64
 
 	pool      *warmPool
 	closeOnce sync.Once
@@ -124,6 +140,11 @@ func New(opts Options) (*Backend, error) {
 	}
 	if b.privileged {
 		b.innerUID = sandboxUID
+	}
+	b.noAttach.Store(opts.noAttach)
+	b.clone = cloneWorkspace
+	if opts.clone != nil {
+		b.clone = opts.clone
 	}
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("%w: native backend needs Linux", sandbox.ErrUnavailable)

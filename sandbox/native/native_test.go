@@ -2,6 +2,7 @@ package native_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -190,7 +191,26 @@ func TestBaseMountsSpelledOut(t *testing.T) {
 // tmpfs mount after its sandboxes were started: the run must see the tmpfs
 // (and the file in it), not the empty directory under it.
 func TestWarmMountedWorkspace(t *testing.T) {
-	b := newWarmBackend(t)
+	testutil.RequireRoot(t)
+	for _, tc := range []struct {
+		name string
+		opts native.Options
+	}{
+		{"attached", native.Options{Warm: 2}},
+		{"bound", native.WithoutAttach(native.Options{Warm: 2})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := native.New(tc.opts)
+			if err != nil {
+				t.Fatalf("native backend unavailable: %v", err)
+			}
+			defer b.Close()
+			testWarmMountedWorkspace(t, b)
+		})
+	}
+}
+
+func testWarmMountedWorkspace(t *testing.T, b *native.Backend) {
 	// Let the warm sandboxes start before the mount exists.
 	if _, err := b.Run(context.Background(), &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: native.BaseMounts()}); err != nil {
 		t.Fatal(err)
@@ -218,12 +238,147 @@ func TestWarmMountedWorkspace(t *testing.T) {
 	}
 }
 
+// TestWarmSandboxServesHostWorkspace attacks the cost of a host workspace:
+// a run with one, mounted after the warm sandboxes started, must be served
+// by one of them (its mount sent to it), not by a sandbox started for it.
+func TestWarmSandboxServesHostWorkspace(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{Warm: 1})
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	defer b.Close()
+	if !native.WaitWarm(b) {
+		t.Fatal("no warm sandbox after 30 s")
+	}
+	ws, err := capws.New("", "warm-served-", 4*sandbox.MiB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ws.Remove() }()
+	before := native.ColdStarts(b)
+	res, err := b.Run(context.Background(), &sandbox.Spec{
+		Args:      []string{"/bin/sh", "-c", "echo made > out.txt && cat out.txt"},
+		Mounts:    native.BaseMounts(),
+		Workspace: ws.Path,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != "made\n" {
+		t.Fatalf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(ws.Path, "out.txt")); err != nil || string(got) != "made\n" {
+		t.Fatalf("the program's file on the host: %q, %v", got, err)
+	}
+	if n := native.ColdStarts(b) - before; n != 0 {
+		t.Fatalf("the run started %d sandboxes of its own instead of taking the warm one", n)
+	}
+}
+
+// TestAttachedWorkspacePrivate attacks the mount a warm sandbox is sent
+// for a host workspace: the host's workspace is a shared mount (as below a
+// shared root, systemd's default), and the sandbox's /workspace must not
+// be in its peer group (nothing mounted on one side may appear on the
+// other) nor allow set-user-id files or devices; the program must hold no
+// descriptor of it.
+func TestAttachedWorkspacePrivate(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.Options{Warm: 1})
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	defer b.Close()
+	native.WaitWarm(b)
+	ws, err := capws.New("", "shared-ws-", 4*sandbox.MiB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ws.Remove() }()
+	if err := unix.Mount("", ws.Path, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Run(context.Background(), &sandbox.Spec{
+		Args:      []string{"/bin/sh", "-c", "grep ' /workspace ' /proc/self/mountinfo; ls /proc/self/fd"},
+		Mounts:    native.BaseMounts(),
+		Workspace: ws.Path,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK {
+		t.Fatalf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	var ours string
+	for _, l := range lines {
+		if strings.Contains(l, " /workspace ") {
+			ours = l // the last one is on top
+		}
+	}
+	if ours == "" {
+		t.Fatalf("no /workspace in mountinfo: %s", res.Stdout)
+	}
+	fields := strings.Fields(ours)
+	if len(fields) < 7 || fields[6] != "-" {
+		t.Fatalf("the workspace's mount has propagation (%s): %s", strings.Join(fields[6:], " "), ours)
+	}
+	for _, opt := range []string{"nosuid", "nodev"} {
+		if !slices.Contains(strings.Split(fields[5], ","), opt) {
+			t.Fatalf("the workspace's mount is not %s: %s", opt, ours)
+		}
+	}
+	// 0, 1, 2 and ls's own directory: nothing else is open.
+	var fds []string
+	for _, l := range lines {
+		if !strings.Contains(l, " ") {
+			fds = append(fds, l)
+		}
+	}
+	if len(fds) > 4 {
+		t.Fatalf("the program holds descriptors beyond its streams: %v", fds)
+	}
+}
+
+// TestUnattachableWorkspaceFallsBack gives the init, for a host
+// workspace, something it cannot attach, as a kernel that refuses it
+// would: that run fails with a setup error that says so, and the backend
+// binds the workspaces of later runs out of a new sandbox's copy of the
+// host's tree instead.
+func TestUnattachableWorkspaceFallsBack(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := native.New(native.WithUnattachableWorkspace(native.Options{}))
+	if err != nil {
+		t.Fatalf("native backend unavailable: %v", err)
+	}
+	defer b.Close()
+	ws, err := capws.New("", "unattachable-", 4*sandbox.MiB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ws.Remove() }()
+	spec := &sandbox.Spec{Args: []string{"/bin/sh", "-c", "echo here > f && cat f"}, Mounts: native.BaseMounts(), Workspace: ws.Path}
+	_, err = b.Run(context.Background(), spec)
+	if !errors.Is(err, sandbox.ErrSetup) || !strings.Contains(err.Error(), "attach workspace") {
+		t.Fatalf("a workspace the init cannot attach: %v", err)
+	}
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != "here\n" {
+		t.Fatalf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+}
+
 // TestConformanceHostTreeAttached runs the suite with the host's tree kept
 // attached until the second phase is done, as on kernels before Linux 6.15
-// where sources cannot be cloned out of a detached copy.
+// where sources cannot be cloned out of a detached copy, and with host
+// workspaces bound out of the sandbox's copy of the host's tree, as where
+// the backend cannot send a workspace's mount (before Linux 5.12).
 func TestConformanceHostTreeAttached(t *testing.T) {
 	testutil.RequireRoot(t)
-	b, err := native.New(native.WithHostTreeAttached(native.Options{}))
+	b, err := native.New(native.WithoutAttach(native.WithHostTreeAttached(native.Options{})))
 	if err != nil {
 		t.Fatalf("native backend unavailable: %v", err)
 	}

@@ -79,7 +79,10 @@ type run struct {
 	// is the host workspace it binds, if any.
 	sources   []string
 	workspace string
-	warnings  []string
+	// tree is the detached clone of the host workspace's mount that the
+	// second phase sends (cloneWorkspace), until it is sent.
+	tree     *os.File
+	warnings []string
 	// detach lets close finish the teardown in the background: the
 	// program and everything it started are gone and the result known,
 	// or nothing the caller holds is reachable from the sandbox.
@@ -89,6 +92,7 @@ type run struct {
 // close kills whatever is left of the sandbox, removes its cgroup and
 // closes every descriptor.
 func (r *run) close() {
+	r.closeTree()
 	if sp := r.sandbox; sp != nil {
 		sp.done()
 	}
@@ -285,6 +289,11 @@ func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, r
 		}
 		ws, known = syscall.WaitStatus(n), true
 	case strings.HasPrefix(line, "E ") && reason == killNone:
+		if strings.HasPrefix(line, "E attach workspace") && !r.b.noAttach.Swap(true) {
+			// This kernel does not attach a mount made on the host in
+			// the sandbox's namespace: later runs bind the workspace.
+			r.b.log.Warn("a workspace's mount cannot be attached in a sandbox; runs with a host workspace start a new sandbox", "error", line[2:])
+		}
 		return fmt.Errorf("%w: %s", sandbox.ErrSetup, line[2:])
 	}
 	switch {
@@ -433,13 +442,31 @@ func (r *run) send(sp *started) error {
 		}
 		return nil
 	}
-	if _, err := sp.config.Write(phase); err != nil && !errors.Is(err, syscall.EPIPE) {
+	var err error
+	if r.tree != nil {
+		// The workspace's mount goes with the phase; the host's
+		// descriptor is not needed once it is in flight.
+		err = sp.sendWith(phase, r.tree)
+		r.closeTree()
+	} else {
+		_, err = sp.config.Write(phase)
+	}
+	if err != nil && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
 	}
 	if r.series == nil {
 		_ = sp.config.Close()
 	}
 	return nil
+}
+
+// closeTree closes the clone of the workspace's mount, if the run has one
+// still.
+func (r *run) closeTree() {
+	if r.tree != nil {
+		_ = r.tree.Close()
+		r.tree = nil
+	}
 }
 
 func tmpfsOptions(size int64, mode os.FileMode, uid int) string {

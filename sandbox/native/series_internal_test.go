@@ -31,6 +31,7 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 		{"proc", func(w *setup) { w.op(nsinit.OpProc, "/workspace/proc") }, "op 7 in a later run"},
 		{"device", func(w *setup) { w.op(nsinit.OpDev, "kmsg") }, "op 17 in a later run"},
 		{"root", func(w *setup) { w.op(nsinit.OpRoot, "/") }, "op 1 in a later run"},
+		{"attach", func(w *setup) { w.op(nsinit.OpAttach, "/workspace") }, "op 23 in a later run"},
 		{"file outside the scratch mounts", func(w *setup) { w.file("/etc/passwd2", []byte("x"), 0o644, 0, 0) }, "create /etc/passwd2"},
 	}
 	for _, tt := range tests {

@@ -259,11 +259,22 @@ func (s *started) sendRun(phase []byte) error {
 	if child[0] == nil {
 		return errors.New("no streams for the run")
 	}
+	return s.sendWith(phase, child[:]...)
+}
+
+// sendWith sends a frame over the config socket with the descriptors of
+// files as SCM_RIGHTS on its first byte; the caller keeps files open
+// until it returns.
+func (s *started) sendWith(phase []byte, files ...*os.File) error {
 	raw, err := s.config.SyscallConn()
 	if err != nil {
 		return err
 	}
-	rights := unix.UnixRights(int(child[0].Fd()), int(child[1].Fd()), int(child[2].Fd()))
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	rights := unix.UnixRights(fds...)
 	var sent int
 	var sendErr error
 	if err := raw.Write(func(fd uintptr) bool {
@@ -276,7 +287,7 @@ func (s *started) sendRun(phase []byte) error {
 		return sendErr
 	}
 	// A blocking stream socket takes everything unless a signal came in
-	// the middle; the streams went with the first byte.
+	// the middle; the descriptors went with the first byte.
 	if sent < len(phase) {
 		_, err = s.config.Write(phase[sent:])
 	}
@@ -436,10 +447,11 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 	var s *started
 	var err error
 	if workspace != "" && mountRoot(workspace) {
-		// A workspace mounted (a size-capped tmpfs) after a warm
-		// sandbox copied the host's mounts is not in that copy: only a
-		// new sandbox sees it.
-		s, err = b.spawn(need, false)
+		// A workspace to bind (one that could not be sent attached,
+		// see hostWorkspace) mounted after a warm sandbox copied the
+		// host's mounts is not in that copy: only a new sandbox sees
+		// it.
+		s, err = b.coldStart(need)
 	} else {
 		s, err = b.warm(need)
 	}
@@ -514,12 +526,18 @@ func (b *Backend) warm(sources []string) (*started, error) {
 					b.pool.ready <- s // never blocks: it was just taken out
 				}
 				b.pool.mu.Unlock()
-				return b.spawn(sources, false)
+				return b.coldStart(sources)
 			default:
 			}
 			break
 		}
 	}
+	return b.coldStart(sources)
+}
+
+// coldStart starts a sandbox for a run that none ready suits.
+func (b *Backend) coldStart(sources []string) (*started, error) {
+	b.coldStarts.Add(1)
 	return b.spawn(sources, false)
 }
 

@@ -89,6 +89,7 @@ func Run(t *testing.T, env Env) {
 		{"HostWorkspaceQuietOnReturn", s.testHostWorkspaceQuiet},
 		{"HostWorkspaceCapped", s.testHostWorkspaceCapped},
 		{"HostWorkspaceUncappedRefused", s.testHostWorkspaceUncapped},
+		{"MountTablesHideHostPaths", s.testMountinfoHostPaths},
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
 		{"NothingOfAnEarlierRun", s.testNothingOfAnEarlierRun},

@@ -112,7 +112,7 @@ func compareBackends(names []string, n, judges int) {
 				fail(err.Error())
 			}
 			j := judge.New(r, judge.Options{})
-			st := measure(w.count, 1, func() error { return w.run(b, j) })
+			st := measure(w.count, 1, nil, func(string) error { return w.run(b, j) })
 			ratio := func(p float64) string {
 				if base == nil {
 					return "1.00"

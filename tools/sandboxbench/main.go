@@ -2,7 +2,7 @@
 // next to bare fork/exec runs of the same programs, in the same process and
 // at the same time, and prints percentiles and the overhead.
 //
-// Usage: sandboxbench [-n 300] [-warm 2] [-c 1,2]
+// Usage: sandboxbench [-n 300] [-warm 2] [-c 1,2] [-gap 0] [-workspace]
 //
 //	sandboxbench -backends native,bwrap,docker,docker-per-run [-n 100] [-judges 20]
 //
@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
 )
@@ -41,6 +42,7 @@ func main() {
 	warm := flag.Int("warm", 2, "sandboxes started ahead of need in the warm configuration")
 	conc := flag.String("c", "1,2", "comma-separated concurrency levels")
 	gap := flag.Duration("gap", 0, "pause between two runs of a worker (at most 1s), so that sandboxes started ahead of need are ready as they would be between a server's requests")
+	hostWS := flag.Bool("workspace", false, "give every sandboxed run a new capped host workspace, as /v1/run, execute_code and the Go API do (made and removed outside the timed run; needs root)")
 	flag.Parse()
 	if *n < 10 || *n > 100000 {
 		fail("-n must be between 10 and 100000")
@@ -102,14 +104,18 @@ func main() {
 			if w.mounts != nil {
 				bareHost = []string{hello}
 			}
-			bare := measure(*n, c, func() error { return exec.Command(bareHost[0], bareHost[1:]...).Run() })
+			bare := measure(*n, c, nil, func(string) error { return exec.Command(bareHost[0], bareHost[1:]...).Run() })
 			row(w.name, "bare fork/exec", c, bare, nil)
-			spec := &sandbox.Spec{Args: w.args, Mounts: append(native.BaseMounts(), w.mounts...)}
+			var prep func() (string, func())
+			if *hostWS {
+				prep = newWorkspace
+			}
 			for _, b := range []struct {
 				name string
 				be   *native.Backend
 			}{{"sandbox", cold}, {fmt.Sprintf("sandbox, warm %d", *warm), hot}} {
-				st := measure(*n, c, func() error {
+				st := measure(*n, c, prep, func(ws string) error {
+					spec := &sandbox.Spec{Args: w.args, Mounts: append(native.BaseMounts(), w.mounts...), Workspace: ws}
 					res, err := b.be.Run(context.Background(), spec)
 					if err == nil && res.Status != sandbox.StatusOK {
 						err = fmt.Errorf("status %s: %s", res.Status, res.Stderr)
@@ -171,10 +177,33 @@ func (s stats) pct(p float64) time.Duration {
 	return s.lat[i]
 }
 
-func measure(n, conc int, f func() error) stats {
+// newWorkspace makes a capped host workspace for one run, and returns its
+// path and what removes it.
+func newWorkspace() (string, func()) {
+	d, err := capws.New("", "sandboxbench-ws-", sandbox.DefaultLimits.WorkspaceSize, 0)
+	if err != nil {
+		fail(err.Error())
+	}
+	return d.Path, func() { _ = d.Remove() }
+}
+
+// measure times n calls of f, conc at once. prep, when set, is called
+// before each, untimed: f gets the string it returns, and the function it
+// returns is called once f has returned, untimed too.
+func measure(n, conc int, prep func() (string, func()), f func(string) error) stats {
+	call := func() (time.Duration, error) {
+		arg, done := "", func() {}
+		if prep != nil {
+			arg, done = prep()
+		}
+		defer done()
+		t := time.Now()
+		err := f(arg)
+		return time.Since(t), err
+	}
 	// One untimed run per worker warms caches.
 	for range conc {
-		if err := f(); err != nil {
+		if _, err := call(); err != nil {
 			fail(err.Error())
 		}
 	}
@@ -199,9 +228,8 @@ func measure(n, conc int, f func() error) stats {
 				if pause > 0 {
 					time.Sleep(pause)
 				}
-				t := time.Now()
-				err := f()
-				lat[i] = time.Since(t)
+				var err error
+				lat[i], err = call()
 				if err != nil {
 					mu.Lock()
 					firstErr = err

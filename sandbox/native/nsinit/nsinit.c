@@ -148,6 +148,10 @@ struct config {
 	// proc is where the sandbox's /proc is (in the first phase's frame,
 	// which is never released), or NULL without one.
 	const char *proc;
+	// attach is the detached mount that came with the second phase (the
+	// run's host workspace, cloned by the backend), until OP_ATTACH
+	// attaches it; -1 without one.
+	int attach;
 };
 
 static int status_fd = NSINIT_STATUS_FD;
@@ -442,6 +446,28 @@ static void op_bind(const struct config *c, const struct op *o)
 	bind_fd(c, fd, dst, o->argv[1].s, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY));
 	if (own)
 		close(fd);
+}
+
+// op_attach attaches the detached mount the backend sent with the second
+// phase (a clone of the run's host workspace, made private, nosuid and
+// nodev by the backend before it was sent) on dst, over what the first
+// phase mounted there. Unlike a bind source, it need not be in the
+// init's copy of the host's tree: a sandbox started ahead of need serves
+// a workspace mounted after it started.
+static void op_attach(struct config *c, const struct op *o)
+{
+	want_args(o, 1);
+	char dst[PATH_MAX];
+	if (c->attach < 0) {
+		errno = 0;
+		fail("config: no mount sent for %.256s", o->argv[0].s);
+	}
+	in_root(c, o->argv[0].s, dst);
+	mkdir_all(c->root, dst, 0755);
+	if (syscall(SYS_move_mount, c->attach, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		fail("attach workspace %.256s", o->argv[0].s);
+	close(c->attach);
+	c->attach = -1;
 }
 
 static void op_file(const struct config *c, const struct op *o)
@@ -965,6 +991,9 @@ static void apply(struct config *c, struct exec_plan *plan)
 		case OP_BIND:
 			op_bind(c, o);
 			break;
+		case OP_ATTACH:
+			op_attach(c, o);
+			break;
 		case OP_SYMLINK:
 			want_args(o, 2);
 			in_root(c, o->argv[1].s, path);
@@ -1402,16 +1431,19 @@ static void kill_rest(void)
 	}
 }
 
-// recv_run receives the next run of a kept sandbox: its three standard
-// streams, and its frame. It exits quietly when the backend has closed the
-// socket: the sandbox is done.
-static char *recv_run(int fd, int fds[3], size_t *size)
+// recv_frame receives a frame with up to max descriptors (SCM_RIGHTS on
+// its first byte, close-on-exec), and sets *got to how many came; any
+// more are closed. With done set, a socket the backend has closed means
+// the sandbox is done: the init exits quietly.
+static char *recv_frame(int fd, int *fds, int max, int *got, size_t *size, int done)
 {
 	uint32_t len;
 	union {
 		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} control;
+	if (max > 3)
+		max = 3;
 	struct iovec iov = {&len, sizeof len};
 	struct msghdr mh;
 	memset(&mh, 0, sizeof mh);
@@ -1423,11 +1455,15 @@ static char *recv_run(int fd, int fds[3], size_t *size)
 	do {
 		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 	} while (n < 0 && errno == EINTR);
-	if (n == 0)
+	if (n == 0 && done)
 		_exit(0);
+	if (n == 0) {
+		errno = 0;
+		fail("config: truncated frame");
+	}
 	if (n < 0)
 		fail("config: receive");
-	int got = 0;
+	*got = 0;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -1435,19 +1471,32 @@ static char *recv_run(int fd, int fds[3], size_t *size)
 		for (size_t i = 0; i < nfd; i++) {
 			int f;
 			memcpy(&f, CMSG_DATA(cm) + i * sizeof f, sizeof f);
-			if (got < 3)
-				fds[got++] = f;
+			if (*got < max)
+				fds[(*got)++] = f;
 			else
 				close(f);
 		}
 	}
-	if ((mh.msg_flags & MSG_CTRUNC) || got != 3) {
+	if (mh.msg_flags & MSG_CTRUNC) {
 		errno = 0;
-		fail("config: a later run without its three standard streams");
+		fail("config: descriptors truncated");
 	}
 	if ((size_t)n < sizeof len)
 		read_full(fd, (char *)&len + n, sizeof len - (size_t)n);
 	return read_body(fd, len, size);
+}
+
+// recv_run receives the next run of a kept sandbox: its three standard
+// streams, and its frame.
+static char *recv_run(int fd, int fds[3], size_t *size)
+{
+	int got;
+	char *buf = recv_frame(fd, fds, 3, &got, size, 1);
+	if (got != 3) {
+		errno = 0;
+		fail("config: a later run without its three standard streams");
+	}
+	return buf;
 }
 
 // next_run waits for the next run of a kept sandbox and applies its
@@ -1495,6 +1544,7 @@ static void __attribute__((noreturn)) run(void)
 
 	c.old = "";
 	c.host = -1;
+	c.attach = -1;
 	// The init holds the detached copy of the host's tree while the
 	// program runs: nothing running as another user may look into it.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
@@ -1516,11 +1566,19 @@ static void __attribute__((noreturn)) run(void)
 	// The config socket stays open until the init exits: releasing it
 	// (its buffers are the first phase's) costs more than the run should
 	// wait for, and the program's process closes it on exec.
-	buf = read_frame(NSINIT_CONFIG_FD, &size);
+	int got;
+	buf = recv_frame(NSINIT_CONFIG_FD, &c.attach, 1, &got, &size, 0);
+	if (got == 0)
+		c.attach = -1;
 	parse(buf, size, &c);
 	c.frame = buf;
 	apply(&c, &plan);
 	finish_plan(&plan);
+	// A mount sent for nothing is let go before the program runs.
+	if (c.attach >= 0) {
+		close(c.attach);
+		c.attach = -1;
+	}
 
 	// Detaching the host's tree, when it is still attached, waits for the
 	// kernel, and overlaps the start of the run. Otherwise sealing is

@@ -42,6 +42,7 @@ const (
 	OpRemount   = C.OP_REMOUNT
 	OpKeep      = C.OP_KEEP
 	OpUsernsMax = C.OP_USERNS_MAX
+	OpAttach    = C.OP_ATTACH
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

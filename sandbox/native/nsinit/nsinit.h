@@ -11,6 +11,9 @@
  * Each operation is: u32 op, u32 argc, then argc times (u32 len, len bytes,
  * one NUL). Integers are in host byte order: both ends are the same binary
  * on the same machine.
+ * A new sandbox's second phase may come with one descriptor as SCM_RIGHTS on
+ * its first byte: a detached mount (open_tree) of the run's host workspace,
+ * which OP_ATTACH attaches; the init closes it if no OP_ATTACH uses it.
  *
  * The init writes one line per run to fd 4: "X <wait status>" once the
  * program has ended (and, with OP_KEEP, once nothing of the run is left),
@@ -45,6 +48,8 @@ enum nsinit_op {
 			    again, and wait for another run */
 	OP_USERNS_MAX = 22, /* name, value: write /proc/sys/user/<name> (a
 			       max_* entry) of the sandbox's user namespace */
+	OP_ATTACH = 23,  /* dst: attach the detached mount that came with the
+			    second phase on dst (a new sandbox only) */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"
