@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/coderunner/coderunner/sandbox"
@@ -38,8 +39,18 @@ const (
 	maxPoll = 50 * time.Millisecond
 )
 
-// Run executes spec in a container. See sandbox.Backend.
+// Run executes spec in a container. See sandbox.Backend. An engine that
+// stops answering during the run (killed, restarting) ends it with a setup
+// error that names the engine.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	res, err := b.run(ctx, spec)
+	if err != nil && client.IsErrConnectionFailed(err) {
+		return nil, fmt.Errorf("the Docker engine at %s does not answer: %w", b.cli.DaemonHost(), err)
+	}
+	return res, err
+}
+
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s, err := sandbox.Prepared(spec)
 	if err != nil {
 		return nil, err
