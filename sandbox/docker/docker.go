@@ -184,7 +184,7 @@ func New(opts Options) (*Backend, error) {
 	var staleCtx context.Context
 	staleCtx, b.stopStale = context.WithCancel(context.Background())
 	b.removing.Add(1)
-	go b.removeStaleAtStart(staleCtx)
+	go b.removeStaleAtStart(staleCtx, copts)
 	return b, nil
 }
 

@@ -103,10 +103,14 @@ func staleOwner(owner, self string) bool {
 // when it exited): those whose owner process is gone. A new backend calls
 // it in the background.
 func (b *Backend) RemoveStale(ctx context.Context) error {
+	return b.removeStale(ctx, b.cli)
+}
+
+func (b *Backend) removeStale(ctx context.Context, cli *client.Client) error {
 	if b.owner == "" {
 		return nil
 	}
-	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", labelBackend+"=docker"), filters.Arg("label", labelOwner))})
 	if err != nil {
 		return err
@@ -117,7 +121,7 @@ func (b *Backend) RemoveStale(ctx context.Context) error {
 		if !staleOwner(c.Labels[labelOwner], b.owner) {
 			continue
 		}
-		if err := b.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
+		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
 			errs = append(errs, err)
 			continue
 		}
@@ -129,12 +133,19 @@ func (b *Backend) RemoveStale(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// removeStaleAtStart runs RemoveStale once, until Close.
-func (b *Backend) removeStaleAtStart(ctx context.Context) {
+// removeStaleAtStart runs RemoveStale once, until Close, on a client of
+// its own: the client's first call negotiates the API version, which is
+// not safe to do from two goroutines at once.
+func (b *Backend) removeStaleAtStart(ctx context.Context, opts []client.Opt) {
 	defer b.removing.Done()
 	ctx, cancel := context.WithTimeout(ctx, staleTimeout)
 	defer cancel()
-	if err := b.RemoveStale(ctx); err != nil && ctx.Err() == nil {
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	if err := b.removeStale(ctx, cli); err != nil && ctx.Err() == nil {
 		b.log.Debug("unable to look for stale containers", "error", err)
 	}
 }
