@@ -200,3 +200,45 @@ func TestEngineKilledDuringRun(t *testing.T) {
 	}
 	t.Fatalf("container %.12s still there two minutes after the engine came back", id)
 }
+
+// slowWriter takes its time over its first write, as a loaded machine or
+// a slow consumer of the stream (the judge compares as it reads) may.
+type slowWriter struct {
+	mu    sync.Mutex
+	first bool
+	buf   strings.Builder
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.first {
+		w.first = true
+		time.Sleep(3 * time.Second)
+	}
+	return w.buf.Write(p)
+}
+
+// TestSlowReaderKeepsOutput: a program ends while its last output still
+// waits to be read. The run once cut the stream 50 ms after the exit and
+// lost that output: a correct program judged wrong.
+func TestSlowReaderKeepsOutput(t *testing.T) {
+	b := newBackend(t, docker.Options{})
+	w := &slowWriter{}
+	res, err := b.Run(context.Background(), &sandbox.Spec{
+		Args:   []string{"/bin/sh", "-c", "echo first; sleep 0.3; echo last"},
+		Stdout: w,
+		Limits: sandbox.Limits{WallTime: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != "first\nlast\n" {
+		t.Fatalf("status %s, stdout %q: want ok and both lines", res.Status, res.Stdout)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.String() != "first\nlast\n" {
+		t.Fatalf("the stream got %q: want both lines", w.buf.String())
+	}
+}
