@@ -225,6 +225,7 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 			labelBackend:  "docker",
 			labelInstance: b.instance,
 			labelPID:      strconv.Itoa(os.Getpid()),
+			labelOwner:    b.owner,
 		},
 	}
 	// The engine may go on creating a container after the request for it
@@ -451,7 +452,8 @@ func (b *Backend) discard(bx *box) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := b.cli.ContainerRemove(ctx, bx.id, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
-			b.log.Warn("unable to remove container", "container", bx.id, "error", err)
+			b.log.Warn("unable to remove container; trying again later", "container", bx.id, "error", err)
+			b.orphan(bx.id)
 		}
 	}()
 }

@@ -59,6 +59,19 @@
 // containers go after Options.IdleTimeout; tools/sandboxbench measures
 // both ways.
 //
+// # When the engine goes away
+//
+// An engine that stops answering during a run (killed, restarting) ends
+// the run with an ErrSetup error naming the engine; nothing waits on it
+// beyond the client's own calls, which fail as soon as the socket does.
+// The containers the backend then could not remove are kept as orphans
+// and removed by the janitor once the engine answers again. Every
+// container carries an owner label (the machine's boot, the PID namespace,
+// the pid and the start time of the coderunner process that made it); a
+// new backend removes, in the background, the containers of this machine
+// whose process is gone (RemoveStale), so a CLI run that ended while the
+// engine was down leaves its containers only to the next one.
+//
 // # Measurements
 //
 // CPU time, memory and peak memory, and OOM kills come from the kernel's

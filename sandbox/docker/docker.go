@@ -103,8 +103,15 @@ type Backend struct {
 	closing bool
 	// removing counts containers being removed in the background.
 	removing sync.WaitGroup
-	janitor  chan struct{}
-	closed   sync.Once
+	// orphans are containers the backend failed to remove (the engine
+	// did not answer); the janitor tries again.
+	orphans map[string]bool
+	// owner is the owner label of this process (see labelOwner).
+	owner   string
+	janitor chan struct{}
+	// stopStale ends the search for stale containers at Close.
+	stopStale context.CancelFunc
+	closed    sync.Once
 }
 
 var (
@@ -124,6 +131,8 @@ func New(opts Options) (*Backend, error) {
 		maxIdle: opts.MaxIdle,
 		idle:    map[string][]*box{},
 		busy:    map[string]*box{},
+		orphans: map[string]bool{},
+		owner:   processOwner(os.Getpid()),
 		janitor: make(chan struct{}),
 	}
 	if b.log == nil {
@@ -172,6 +181,10 @@ func New(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("%w: docker client: %w", sandbox.ErrUnavailable, err)
 	}
 	go b.sweep()
+	var staleCtx context.Context
+	staleCtx, b.stopStale = context.WithCancel(context.Background())
+	b.removing.Add(1)
+	go b.removeStaleAtStart(staleCtx, copts)
 	return b, nil
 }
 
@@ -286,6 +299,7 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 func (b *Backend) Close() error {
 	var err error
 	b.closed.Do(func() {
+		b.stopStale()
 		close(b.janitor)
 		b.mu.Lock()
 		b.closing = true
@@ -299,7 +313,8 @@ func (b *Backend) Close() error {
 			b.discard(bx)
 		}
 		b.removing.Wait()
-		// Anything left with our label (a run cancelled mid-creation).
+		// Anything left with our label (a run cancelled mid-creation, a
+		// container the engine did not let us remove).
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err = b.removeLabelled(ctx, filters.Arg("label", labelInstance+"="+b.instance))
@@ -316,31 +331,6 @@ func (b *Backend) removeLabelled(ctx context.Context, f filters.KeyValuePair) er
 	}
 	var errs []error
 	for _, c := range list {
-		if err := b.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// RemoveStale removes containers a crashed coderunner process on this
-// machine left behind: those labelled with the pid of a process that no
-// longer exists.
-func (b *Backend) RemoveStale(ctx context.Context) error {
-	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", labelBackend+"=docker"))})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range list {
-		pid, err := strconv.Atoi(c.Labels[labelPID])
-		if err != nil || pid <= 0 {
-			continue
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue
-		}
 		if err := b.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {
 			errs = append(errs, err)
 		}
@@ -402,6 +392,7 @@ func (b *Backend) sweep() {
 			return
 		case <-t.C:
 		}
+		b.removeOrphans()
 		var old []*box
 		b.mu.Lock()
 		for key, bs := range b.idle {

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/coderunner/coderunner/sandbox"
@@ -30,6 +31,10 @@ const (
 	// waited for: the engine may hold much of it when the caller reads
 	// slowly.
 	lingerTimeout = 50 * time.Millisecond
+	// lingerDrainTimeout bounds the wait for the output of a program
+	// that ended by itself once its container is killed: what is still
+	// on its way is the program's.
+	lingerDrainTimeout = 10 * time.Second
 	// statsPause bounds the pause between two readings of the engine's
 	// counters: on a reused container they are the run's memory peak.
 	statsPause = 100 * time.Millisecond
@@ -38,8 +43,18 @@ const (
 	maxPoll = 50 * time.Millisecond
 )
 
-// Run executes spec in a container. See sandbox.Backend.
+// Run executes spec in a container. See sandbox.Backend. An engine that
+// stops answering during the run (killed, restarting) ends it with a setup
+// error that names the engine.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	res, err := b.run(ctx, spec)
+	if err != nil && client.IsErrConnectionFailed(err) {
+		return nil, fmt.Errorf("the Docker engine at %s does not answer: %w", b.cli.DaemonHost(), err)
+	}
+	return res, err
+}
+
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s, err := sandbox.Prepared(spec)
 	if err != nil {
 		return nil, err
@@ -298,10 +313,18 @@ wait:
 	// left a child holding its output) dies with the container.
 	killed := reason != watch.ReasonNone || !exited || streamsDone != nil
 	var state container.InspectResponse
+	// The program ended by itself and something it left holds its
+	// output open, or its last output is still on its way (a slow reader
+	// of the stream, a loaded machine): the output goes on being read
+	// while the container is killed, and until the stream ends.
+	lingering := reason == watch.ReasonNone && exited
 	if killed {
-		// Stop reading first: the engine would otherwise block on a full
-		// stream we no longer read and never finish the kill.
-		hj.Close()
+		if !lingering {
+			// Stop reading first: the engine would otherwise block on
+			// a full stream we no longer read and never finish the
+			// kill.
+			hj.Close()
+		}
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_ = b.cli.ContainerKill(kctx, bx.id, "KILL")
 		state, _ = b.cli.ContainerInspect(kctx, bx.id)
@@ -310,7 +333,11 @@ wait:
 	if reason == watch.ReasonCancel {
 		return nil, false, ctx.Err()
 	}
-	drained := time.NewTimer(drainTimeout)
+	wait := drainTimeout
+	if lingering {
+		wait = lingerDrainTimeout
+	}
+	drained := time.NewTimer(wait)
 	defer drained.Stop()
 	select {
 	case <-streams:
