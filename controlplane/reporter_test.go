@@ -85,13 +85,12 @@ func (f *fakeCP) count(path string) int {
 
 // newReporter makes a Reporter on f with millisecond backoff and a log
 // buffer.
-func newReporter(t *testing.T, f *fakeCP, dir string, edit func(*Options)) (*Reporter, *bytes.Buffer) {
+func newReporter(t *testing.T, f *fakeCP, dir string, edit func(*Options)) (*Reporter, *logBuffer) {
 	t.Helper()
-	logs := &bytes.Buffer{}
-	var mu sync.Mutex
+	logs := &logBuffer{}
 	opts := Options{
 		URL: f.srv.URL, Token: token, ContainerID: "c-1", ResultsDir: dir,
-		Logger:            slog.New(slog.NewJSONHandler(&lockedWriter{w: logs, mu: &mu}, nil)),
+		Logger:            slog.New(slog.NewJSONHandler(logs, nil)),
 		Backoff:           []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond},
 		HeartbeatInterval: 20 * time.Millisecond,
 	}
@@ -106,15 +105,23 @@ func newReporter(t *testing.T, f *fakeCP, dir string, edit func(*Options)) (*Rep
 	return r, logs
 }
 
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
+// logBuffer keeps a reporter's logs: the reporter writes from its own
+// goroutines while a test reads, so both go through the lock.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestResultDelivered(t *testing.T) {
