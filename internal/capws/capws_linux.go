@@ -1,6 +1,7 @@
 package capws
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -183,8 +184,15 @@ func Sweep(parent, prefix string) int {
 		}
 		p := filepath.Join(parent, e.Name())
 		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil || int(st.Uid) != os.Geteuid() {
+		if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			continue
+		}
+		if int(st.Uid) != os.Geteuid() {
+			// A backend gives a workspace's root to the sandbox's user;
+			// a mount on it is still one only root could have made.
+			if m, err := mountpoint.Is(p); err != nil || !m {
+				continue
+			}
 		}
 		if (&Dir{Path: p}).Remove() == nil {
 			n++
@@ -193,8 +201,21 @@ func Sweep(parent, prefix string) int {
 	return n
 }
 
-// alive reports whether a process pid exists.
+// alive reports whether a process pid exists and has not exited: a
+// zombie (killed, not yet reaped by its parent) holds nothing any more,
+// and its workspaces are as dead as those of a process gone for good.
 func alive(pid int) bool {
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
+	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the command name, which is in parentheses and
+	// may hold any byte: read it after the last ')'.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }

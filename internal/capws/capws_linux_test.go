@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -238,5 +239,50 @@ func TestSweep(t *testing.T) {
 		if err := Check(d, testSize); err != nil {
 			t.Errorf("a live workspace was touched: %v", err)
 		}
+	}
+}
+
+// TestSweepZombie: a process killed but not yet reaped by its parent (a
+// server under a shell that never waits, say) is a zombie; it holds
+// nothing, and its workspaces are swept like those of a process gone for
+// good, with their root given to the sandbox's user as a backend leaves
+// it.
+func TestSweepZombie(t *testing.T) {
+	testutil.RequireRoot(t)
+	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	}()
+	// Wait, without reaping it, until the child has exited.
+	for i := 0; ; i++ {
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err == nil {
+			break
+		} else if i > 100 {
+			t.Fatal(err)
+		}
+	}
+	parent := t.TempDir()
+	zombie := filepath.Join(parent, fmt.Sprintf("ws-%d-abc", pid))
+	if err := os.Mkdir(zombie, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Mount(zombie, testSize, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The backend gives a workspace's root to the sandbox's user.
+	if err := os.Chown(zombie, 1001000, 1001000); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = (&Dir{Path: zombie}).Remove() })
+	if n := Sweep(parent, "ws-"); n != 1 {
+		t.Errorf("Sweep removed %d workspaces, want the zombie's", n)
+	}
+	if _, err := os.Lstat(zombie); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the zombie's workspace is still there: %v", err)
 	}
 }
