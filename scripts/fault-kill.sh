@@ -11,29 +11,7 @@
 source "$(dirname "$0")/loadserve.sh"
 CP_PORT="${CP_PORT:-18591}"
 PORT="${PORT:-18590}"
-cpdir="$TMPROOT/cp"
-mkdir -p "$cpdir"
-echo 503 >"$cpdir/status"
-/usr/bin/python3 - "$CP_PORT" "$cpdir" <<'PY' &
-import http.server, sys, os
-port, d = int(sys.argv[1]), sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        code = int(open(os.path.join(d, "status")).read())
-        if code == 200 and self.path.endswith("/result"):
-            with open(os.path.join(d, "results"), "a") as f:
-                f.write(self.path + "\n")
-        self.send_response(code)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    def log_message(self, *a):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-PY
-CP=$!
-trap 'kill $CP 2>/dev/null; cleanup' EXIT
-export CONTROL_PLANE_URL="http://127.0.0.1:$CP_PORT" INTERNAL_API_TOKEN=fault-token CONTAINER_ID=fault-kill
+start_control_plane fault-kill
 
 # leftovers: processes in serve's cgroups, run cgroups, mounts and files
 # under the temporary root (the work directory and RESULTS_DIR).
@@ -50,7 +28,7 @@ leftovers() {
 	echo "processes=$procs cgroups=$groups mounts=$mounts work_files=$files spooled_results=$results"
 }
 post() {
-	curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+	curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -H "Authorization: Bearer $CODERUNNER_API_TOKEN" \
 		--data "$1" "http://127.0.0.1:$PORT/execute"
 }
 

@@ -13,25 +13,7 @@ PORT="${PORT:-18592}"
 SPOOL="${SPOOL:-20}"
 N="${N:-60}"
 C="${C:-4}"
-cpdir="$TMPROOT/cp"
-mkdir -p "$cpdir"
-echo 503 >"$cpdir/status"
-/usr/bin/python3 - "$CP_PORT" "$cpdir" <<'PY' &
-import http.server, sys, os
-port, d = int(sys.argv[1]), sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(int(open(os.path.join(d, "status")).read()))
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    def log_message(self, *a):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-PY
-CP=$!
-trap 'kill $CP 2>/dev/null; cleanup' EXIT
-export CONTROL_PLANE_URL="http://127.0.0.1:$CP_PORT" INTERNAL_API_TOKEN=fault-token CONTAINER_ID=fault-spool
+start_control_plane fault-spool
 export CODERUNNER_CONTROL_PLANE_MAX_SPOOL_RESULTS="$SPOOL"
 start_server
 spool_metrics() {
@@ -39,7 +21,7 @@ spool_metrics() {
 }
 rss() { awk '/^VmRSS/ { print $2 " KiB" }' "/proc/$SERVER/status"; }
 echo "before: $(spool_metrics) rss $(rss)"
-seq 1 "$N" | xargs -P "$C" -I{} curl -sS -o /dev/null -D - -H 'Content-Type: application/json' \
+seq 1 "$N" | xargs -P "$C" -I{} curl -sS -o /dev/null -D - -H 'Content-Type: application/json' -H "Authorization: Bearer $CODERUNNER_API_TOKEN" \
 	--data '{"execution_id":"spool-{}","language":"python","code":"def handler(e):\n    return {}\n"}' \
 	"http://127.0.0.1:$PORT/execute" | awk '
 	/^HTTP\// { code = $2; if (code == 200) ok++; if (code == 503) refused++ }
@@ -52,7 +34,7 @@ for _ in $(seq 1 300); do
 	curl -fsS "http://127.0.0.1:$PORT/metrics" | grep -q '^coderunner_spool_results 0$' && break
 	sleep 0.1
 done
-code=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+code=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -H "Authorization: Bearer $CODERUNNER_API_TOKEN" \
 	--data '{"execution_id":"after","language":"python","code":"def handler(e):\n    return 1\n"}' "http://127.0.0.1:$PORT/execute")
 echo "control plane back: $(spool_metrics) rss $(rss), $(find "$TMPROOT/results" -name '*.json' | wc -l) results in RESULTS_DIR, /execute $code"
 [ "$stored" -le $((SPOOL + C)) ] && [ "$code" = 200 ] && echo "fault-spool: ok" || { echo "fault-spool: FAILED"; exit 1; }

@@ -1,4 +1,4 @@
-# Sourced by burst.sh and soak.sh: builds coderunner and the load tool,
+# Sourced by burst.sh, soak.sh and the fault scripts: builds coderunner and the load tool,
 # starts `coderunner serve` on loopback in cgroups of its own (so that its
 # run groups are counted apart from any other process's) with its work
 # directory and RESULTS_DIR in a fresh temporary directory, and stops and
@@ -38,6 +38,38 @@ cleanup() {
 	rm -rf "$TMPROOT"
 }
 trap cleanup EXIT
+
+# start_control_plane ID: a fake control plane on loopback at CP_PORT,
+# answering every POST with the status in $cpdir/status (503 at first;
+# write 200 there to bring it back) and recording the paths of the results
+# it accepts in $cpdir/results; serve is pointed at it with container id ID,
+# and needs an API token then (CODERUNNER_API_TOKEN, which clients send).
+start_control_plane() {
+	cpdir="$TMPROOT/cp"
+	mkdir -p "$cpdir"
+	echo 503 >"$cpdir/status"
+	/usr/bin/python3 - "$CP_PORT" "$cpdir" <<'PY' &
+import http.server, sys, os
+port, d = int(sys.argv[1]), sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        code = int(open(os.path.join(d, "status")).read())
+        if code == 200 and self.path.endswith("/result"):
+            with open(os.path.join(d, "results"), "a") as f:
+                f.write(self.path + "\n")
+        self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+PY
+	CP=$!
+	trap 'kill $CP 2>/dev/null; cleanup' EXIT
+	export CONTROL_PLANE_URL="http://127.0.0.1:$CP_PORT" INTERNAL_API_TOKEN=fault-token CONTAINER_ID="$1" \
+		CODERUNNER_API_TOKEN=fault-api-token
+}
 
 # start_server ARGS...: serve on 127.0.0.1:$PORT; sets SERVER to its pid.
 start_server() {
