@@ -64,7 +64,7 @@ const (
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	// minQueue is the least number of waiting requests the queue holds
-	// by default (spec 002 SC-007 asks for ten; 64 absorbs a burst of
+	// by default (at least ten must wait; 64 absorbs a burst of
 	// fifty clients on a small machine).
 	minQueue = 64
 	// queuePerSlot is the default number of waiting requests per running
