@@ -9,13 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/hostws"
 	"github.com/coderunner/coderunner/sandbox/internal/kquota"
+	"github.com/coderunner/coderunner/sandbox/internal/threadid"
 	"github.com/coderunner/coderunner/sandbox/internal/watch"
 )
 
@@ -514,7 +513,7 @@ func (r *run) stage(p *plan) error {
 // bwrap runs) cannot reach: a directory on the way it may not search.
 func unreachable(uid int, paths []string) ([]string, error) {
 	var blocked []string
-	err := asUser(uid, func() error {
+	err := threadid.As(uid, func() error {
 		for _, p := range paths {
 			// F_OK checks the lookup only, with the thread's real ids.
 			if err := unix.Faccessat(unix.AT_FDCWD, p, unix.F_OK, 0); errors.Is(err, unix.EACCES) {
@@ -523,7 +522,10 @@ func unreachable(uid int, paths []string) ([]string, error) {
 		}
 		return nil
 	})
-	return blocked, err
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	return blocked, nil
 }
 
 // status follows bwrap's --json-status-fd. bwrap's monitor writes a first
@@ -669,7 +671,7 @@ func (r *run) confine(child int) error {
 			cur, hard uint64
 		}{unix.RLIMIT_AS, uint64(lim.Memory), uint64(lim.Memory)})
 	}
-	return asUser(r.b.hostUID, func() error {
+	set := func() error {
 		for _, l := range limits {
 			rl := unix.Rlimit{Cur: l.cur, Max: l.hard}
 			if err := unix.Prlimit(child, l.res, &rl, nil); err != nil {
@@ -677,80 +679,17 @@ func (r *run) confine(child int) error {
 			}
 		}
 		return nil
-	})
-}
-
-// asUser runs f on a locked OS thread whose real and effective uid and gid
-// are uid, with no supplementary group (bwrap's credentials), then
-// restores the thread's ids. prlimit(2) on another user's process needs
-// CAP_SYS_RESOURCE, which root does not always have (some container
-// runtimes drop it); with matching ids it needs nothing, and lowering
-// limits never does. A negative uid runs f as we are.
-func asUser(uid int, f func() error) error {
-	if uid < 0 {
-		return f()
 	}
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		groups, err := unix.Getgroups()
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("%w: getgroups: %w", sandbox.ErrSetup, err)
-			return
-		}
-		// Raw syscalls change this thread only (syscall.Setresuid would
-		// change every thread of the process). The saved ids stay 0, so
-		// that the thread can become root again.
-		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("%w: setgroups: %w", sandbox.ErrSetup, e)
-			return
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
-			if restoreIDs(groups) {
-				runtime.UnlockOSThread()
-			}
-			done <- fmt.Errorf("%w: setresgid: %w", sandbox.ErrSetup, e)
-			return
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), ^uintptr(0)); e != 0 {
-			if restoreIDs(groups) {
-				runtime.UnlockOSThread()
-			}
-			done <- fmt.Errorf("%w: setresuid: %w", sandbox.ErrSetup, e)
-			return
-		}
-		err = f()
-		if restoreIDs(groups) {
-			runtime.UnlockOSThread()
-		}
-		// Otherwise the thread stays locked and exits with this
-		// goroutine, taking its foreign ids with it.
-		done <- err
-	}()
-	return <-done
-}
-
-// restoreIDs makes the calling thread root again, with its supplementary
-// groups.
-func restoreIDs(groups []int) bool {
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, 0, 0, ^uintptr(0)); e != 0 {
-		return false
+	if r.b.hostUID < 0 {
+		return set()
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, 0, 0, ^uintptr(0)); e != 0 {
-		return false
+	// prlimit(2) on another user's process needs CAP_SYS_RESOURCE, which
+	// root does not always have (some container runtimes drop it); as
+	// bwrap's own user it needs nothing, and lowering limits never does.
+	if err := threadid.As(r.b.hostUID, set); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	gids := make([]uint32, len(groups))
-	for i, g := range groups {
-		gids[i] = uint32(g) //nolint:gosec // gids are 32-bit in the kernel
-	}
-	if len(gids) == 0 {
-		_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0)
-		return e == 0
-	}
-	_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(unsafe.Pointer(&gids[0])), 0) //nolint:gosec // the raw call (this thread only) takes the array
-	return e == 0
+	return nil
 }
 
 // reapTimeout bounds the wait for bwrap's sandbox child to exit once its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/coderunner/coderunner/internal/seccomp"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/kquota"
+	"github.com/coderunner/coderunner/sandbox/internal/uidpool"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
 
@@ -33,8 +35,11 @@ type Options struct {
 	// $XDG_RUNTIME_DIR or the temporary directory.
 	StateDir string
 	// HostUIDBase is the host uid (and gid) the sandbox init runs as when
-	// coderunner runs as root; user code runs as HostUIDBase+1000. Zero
-	// means DefaultHostUIDBase.
+	// coderunner runs as root; user code runs as HostUIDBase+1000, and
+	// each sandbox's user namespace is created by (and so belongs to) one
+	// of HostUIDBase+2000 to HostUIDBase+2999, so that what a sandbox
+	// holds of the kernel's per-user counts is charged to that uid, not
+	// to root nor to other sandboxes. Zero means DefaultHostUIDBase.
 	HostUIDBase int
 	// Cgroup configures cgroup discovery; zero values are the real system.
 	Cgroup cgroup.Options
@@ -66,6 +71,14 @@ const DefaultHostUIDBase = 1_000_000
 // maxWarm bounds Options.Warm.
 const maxWarm = 64
 
+// The host uids that own sandboxes' user namespaces, as root: owners of
+// them from HostUIDBase+ownerOffset, apart from the two uids mapped in the
+// sandboxes (HostUIDBase and HostUIDBase+sandboxUID).
+const (
+	ownerOffset = 2000
+	owners      = 1000
+)
+
 // sandboxUID is the uid (and gid) of user code inside the sandbox when the
 // backend runs as root.
 const sandboxUID = 1000
@@ -76,6 +89,11 @@ type Backend struct {
 	rootDir    string
 	privileged bool
 	hostBase   int
+	// owners, as root, hands out the host uids that start sandbox inits
+	// and so own their user namespaces (mapped in none): one each, so
+	// that the kernel's per-user counts of one sandbox are neither root's
+	// nor another's.
+	owners *uidpool.Pool
 	// innerUID is the uid user code has inside the sandbox.
 	innerUID int
 
@@ -140,6 +158,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	if b.privileged {
 		b.innerUID = sandboxUID
+		b.owners = uidpool.Shared(b.hostBase+ownerOffset, owners)
 	}
 	b.noAttach.Store(opts.noAttach)
 	b.clone = cloneWorkspace
@@ -280,25 +299,52 @@ func (b *Backend) encodeFirstPhase(etc map[string][]byte, keepHostAttached bool)
 
 // firstPhase is the first frame for a new sandbox: it joins a new cgroup
 // namespace (the init is in its cgroup by then) and opens, while it still
-// can, the bind sources runs have needed and those given.
-func (b *Backend) firstPhase(extra []string, lim sandbox.Limits) (frameBytes []byte, opened map[string]bool) {
+// can, the bind sources runs have needed and those in extra. With give
+// set (as root), a source the init's host user cannot reach (below a
+// directory not everyone may search) is opened by give instead and sent
+// with the frame: given, in the order of the frame's OpGiven.
+func (b *Backend) firstPhase(extra []string, lim sandbox.Limits, give func(src string) (*os.File, error)) (frameBytes []byte, opened map[string]bool, given []*os.File, err error) {
 	var w setup
 	w.op(nsinit.OpCgroupNS)
 	opened = map[string]bool{}
 	b.knownMu.Lock()
-	for _, src := range slices.Concat(b.known, extra) {
-		if !opened[src] {
+	sources := slices.Concat(b.known, extra)
+	b.knownMu.Unlock()
+	for _, src := range sources {
+		if opened[src] {
+			continue
+		}
+		if give == nil || traversable(src) {
 			opened[src] = true
 			w.op(nsinit.OpPreopen, src)
+			continue
 		}
+		f, err := give(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Gone since it was learned: a run that needs it finds out
+			// when it binds it, as with OpPreopen.
+			continue
+		}
+		if err == nil && len(given) == nsinit.MaxGiven {
+			_ = f.Close()
+			err = fmt.Errorf("more than %d mount sources below directories the sandbox's owner may not search", nsinit.MaxGiven)
+		}
+		if err != nil {
+			for _, f := range given {
+				_ = f.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+		opened[src] = true
+		given = append(given, f)
+		w.op(nsinit.OpGiven, src)
 	}
-	b.knownMu.Unlock()
 	w.buf = append(w.buf, b.firstOps...)
 	// /tmp and /workspace are mounted ahead too, sized as lim says; the
 	// second phase resizes them if its run wants other sizes.
 	w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1))
 	w.op(nsinit.OpTmpfs, sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, b.innerUID))
-	return frame(w.buf), opened
+	return frame(w.buf), opened, given, nil
 }
 
 // maxKnown bounds the sources every new sandbox opens ahead.

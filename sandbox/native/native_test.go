@@ -44,6 +44,9 @@ func TestConformance(t *testing.T) {
 		CC:        cc,
 		Leftovers: leftovers,
 		Kept:      keptInits,
+		// As root every sandbox's user namespace has an owner uid of
+		// its own.
+		QuotasPerSandbox: true,
 	})
 }
 
@@ -52,8 +55,8 @@ func TestConformance(t *testing.T) {
 func leftovers() error { return leftoversExcept(0) }
 
 // leftoversExcept allows up to warm inits started ahead of need, and their
-// cgroups: they wait for a run as host root, before they take the
-// sandbox's uids.
+// cgroups: they wait for a run as the host uid that owns their user
+// namespace, before they take the sandbox's uids.
 func leftoversExcept(warm int) error {
 	var found []string
 	inits := 0
@@ -159,8 +162,9 @@ func TestConformanceWarm(t *testing.T) {
 		Mounts:  native.BaseMounts(),
 		CC:      cc,
 		// The warm inits are this backend's, not a run's leftovers.
-		Leftovers: func() error { return leftoversExcept(2) },
-		Kept:      keptInits,
+		Leftovers:        func() error { return leftoversExcept(2) },
+		Kept:             keptInits,
+		QuotasPerSandbox: true,
 	})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -391,6 +395,9 @@ func TestConformanceHostTreeAttached(t *testing.T) {
 		CC:        cc,
 		Leftovers: leftovers,
 		Kept:      keptInits,
+		// As root every sandbox's user namespace has an owner uid of
+		// its own.
+		QuotasPerSandbox: true,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/mountpoint"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/threadid"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
 )
 
@@ -121,12 +122,34 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
 	}
 	child, parent = append(child, w), append(parent, r)
-	proc, err := os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{},
-		Files: child,
-		Sys:   b.sysProcAttr(),
-	})
+	var proc *os.Process
+	release := func() {}
+	start := func() (err error) {
+		proc, err = os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
+			Dir:   "/",
+			Env:   []string{},
+			Files: child,
+			Sys:   b.sysProcAttr(),
+		})
+		return err
+	}
+	if b.privileged {
+		// The user namespace is created by the thread that starts the
+		// init, and belongs to that thread's effective uid: the kernel
+		// charges the namespace's owner, up to the host, for what the
+		// sandbox holds (inotify instances, queued signals, message
+		// queue bytes). As root that thread is given the owner's uid
+		// for the start (one of b.owners), and keeps its
+		// capabilities to write the namespace's id maps.
+		owner := b.owners.Take()
+		if err = threadid.Privileged(owner, start); err == nil {
+			release = func() { b.owners.Put(owner) }
+		} else {
+			b.owners.Put(owner)
+		}
+	} else {
+		err = start()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
 	}
@@ -140,6 +163,7 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 	}
 	go func() {
 		st, _ := proc.Wait()
+		release()
 		s.waited <- st
 	}()
 	if group != nil {
@@ -151,14 +175,56 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
-	first, opened := b.firstPhase(extra, recent)
+	var give func(string) (*os.File, error)
+	if b.privileged {
+		root, err := os.OpenFile(fmt.Sprintf("/proc/%d/root", proc.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			s.kill()
+			s.close()
+			return nil, fmt.Errorf("%w: unable to open the sandbox's root: %w", sandbox.ErrSetup, err)
+		}
+		defer root.Close()
+		give = func(src string) (*os.File, error) { return openIn(root, src) }
+	}
+	first, opened, given, err := b.firstPhase(extra, recent, give)
+	if err != nil {
+		s.kill()
+		s.close()
+		return nil, err
+	}
 	s.opened = opened
-	if _, err := s.config.Write(first); err != nil {
+	if len(given) == 0 {
+		_, err = s.config.Write(first)
+	} else {
+		err = s.sendWith(first, given...)
+		for _, f := range given {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
 		s.kill()
 		s.close()
 		return nil, fmt.Errorf("%w: unable to send the sandbox's first phase: %w", sandbox.ErrSetup, err)
 	}
 	return s, nil
+}
+
+// openIn opens src (O_PATH) as the init's copy of the host's tree has it:
+// root is the init's root (/proc/<pid>/root), which its new mount
+// namespace made a copy of the host's mounts, and src resolves in it as
+// on the host, even through an absolute symbolic link. The init clones
+// a mount out of the descriptor: it must point into the init's own
+// namespace, which a path opened on the host does not. The backend opens
+// it as root, for the init's host user may not reach it.
+func openIn(root *os.File, src string) (*os.File, error) {
+	fd, err := unix.Openat2(int(root.Fd()), src, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open mount source", Path: src, Err: err}
+	}
+	return os.NewFile(uintptr(fd), src), nil
 }
 
 // kill stops the init (and so everything in its PID namespace) and waits
@@ -311,8 +377,8 @@ func (b *Backend) sysProcAttr() *syscall.SysProcAttr {
 			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
 		Setsid:    true,
 		Pdeathsig: syscall.SIGKILL,
-		// As root the init starts as host uid 0, which is not mapped in
-		// its namespace, so exec would clear the capabilities it holds
+		// The init starts as a host uid that is not mapped in its
+		// namespace, so exec would clear the capabilities it holds
 		// there; these carry over the ones the setup needs. They are
 		// capabilities over the new namespaces only, and the program's
 		// process drops every one of them.

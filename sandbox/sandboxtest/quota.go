@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 )
 
 // quotaFill takes as much as the kernel lets it of the per-user counts a
@@ -86,9 +88,11 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // sandboxes at once take all the inotify instances, message queue bytes
 // and queued signals they can, and hold them while the host's user (the
 // test's, root in CI) tries to use each. A sandbox whose user namespace
-// host root created charges those counts to root too.
+// host root created charges those counts to root too: enough sandboxes
+// at their caps would take all of root's inotify instances (128 by
+// default), so the test runs more than that many at once.
 func (s *suite) testHostQuotas(t *testing.T) {
-	const n = 4
+	const n = 128/kquota.InotifyInstances + 4
 	type held struct {
 		res *sandbox.Result
 		err error
@@ -125,6 +129,14 @@ func (s *suite) testHostQuotas(t *testing.T) {
 		got = append(got, line)
 	}
 	t.Logf("%d sandboxes: %s", n, strings.Join(got, "; "))
+	if s.QuotasPerSandbox {
+		want := fmt.Sprintf("holding inotify %d ", kquota.InotifyInstances)
+		for _, line := range got {
+			if !strings.HasPrefix(line, want) {
+				t.Errorf("a sandbox was short of its caps while others held theirs: %q", line)
+			}
+		}
+	}
 	out, err := exec.Command(hostPython, "-c", quotaProbe).CombinedOutput()
 	for _, w := range stdins {
 		_ = w.Close()

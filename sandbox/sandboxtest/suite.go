@@ -46,6 +46,10 @@ type Env struct {
 	// the series tests check with it that a run reused the sandbox of
 	// the one before, since nothing inside a sandbox may tell.
 	Kept func(ser sandbox.Series) []string
+	// QuotasPerSandbox is set for a backend that gives each sandbox a
+	// host user of its own for the kernel's per-user counts (native as
+	// root): every sandbox at once then gets its whole caps.
+	QuotasPerSandbox bool
 	// CC, when set, is a host C compiler used to build static test
 	// programs that are then copied into the sandbox.
 	CC string

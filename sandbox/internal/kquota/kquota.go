@@ -2,13 +2,13 @@
 // per-user counts a sandboxed program can hold: pending signals, POSIX
 // message queue bytes, inotify instances and watches. The kernel charges
 // each of them to the program's user and to the owner of every user
-// namespace above it, up to the host; a sandbox whose user namespace was
-// created by host root (the native backend running as root) would
-// otherwise spend host root's own quota: with 128 inotify instances held
-// in sandboxes, root's inotify_init1 fails with EMFILE. The caps are low
-// enough that many sandboxes at their limits leave root most of its
-// quota (128 inotify instances, 819200 message queue bytes and about one
-// pending signal per 2 pages of memory by default).
+// namespace above it, up to the host. Backends therefore never let host
+// root own a sandbox's user namespace (native as root starts each sandbox
+// as a host uid of its own; bwrap runs as a non-root uid): with root as
+// the owner, 128 inotify instances held in sandboxes made root's own
+// inotify_init1 fail with EMFILE. The caps keep one sandbox from taking
+// all of its owner's quota (128 inotify instances, 819200 message queue
+// bytes and about one pending signal per 2 pages of memory by default).
 package kquota
 
 const (

@@ -152,6 +152,10 @@ struct config {
 	// run's host workspace, cloned by the backend), until OP_ATTACH
 	// attaches it; -1 without one.
 	int attach;
+	// given are the bind sources that came with the first phase, in the
+	// order of its OP_GIVEN operations, until open_sources takes them.
+	int given[NSINIT_MAX_GIVEN];
+	int ngiven;
 };
 
 static int status_fd = NSINIT_STATUS_FD;
@@ -211,15 +215,6 @@ static char *read_body(int fd, uint32_t len, size_t *size)
 	read_full(fd, buf, len);
 	*size = len;
 	return buf;
-}
-
-// read_frame reads one frame of the setup stream: a u32 length, then that
-// many bytes of operations.
-static char *read_frame(int fd, size_t *size)
-{
-	uint32_t len;
-	read_full(fd, (char *)&len, sizeof len);
-	return read_body(fd, len, size);
 }
 
 static uint32_t take_u32(const char *buf, size_t size, size_t *off)
@@ -873,13 +868,52 @@ static int keep_host_attached(const struct config *c)
 	return 0;
 }
 
+// take_given records the bind sources the backend opened for the init
+// (OP_GIVEN), which the init's own host user may not reach: a toolchain
+// below root's 0700 home. Each descriptor is a path in this namespace's
+// copy of the host's tree; with a detached copy (c->host) it is cloned
+// into a detached tree of its own, since the tree it points into is
+// detached at the pivot.
+static void take_given(struct config *c)
+{
+	int next = 0;
+	for (size_t i = 0; i < c->nops; i++) {
+		const struct op *o = &c->ops[i];
+		if (o->code != OP_GIVEN)
+			continue;
+		want_args(o, 1);
+		if (next == c->ngiven) {
+			errno = 0;
+			fail("config: more given sources than descriptors");
+		}
+		if (c->nsources == MAX_SOURCES) {
+			errno = 0;
+			fail("more than %d bind sources", MAX_SOURCES);
+		}
+		int fd = c->given[next++];
+		if (c->host >= 0) {
+			int t = (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+			if (t < 0)
+				fail("clone given source %.256s", o->argv[0].s);
+			close(fd);
+			fd = t;
+		}
+		c->sources[c->nsources].path = o->argv[0].s;
+		c->sources[c->nsources].fd = fd;
+		c->nsources++;
+	}
+	for (; next < c->ngiven; next++)
+		close(c->given[next]);
+	c->ngiven = 0;
+}
+
 // open_sources opens the first phase's bind sources, and those it was told
-// later runs may need, while the init still has the host identity it was
-// started with; then it takes the identity of root inside the namespace.
-// As root on the host the init starts as host uid 0 without any capability
-// outside its namespaces: that lets it reach toolchains below directories
-// such as /root, and nothing else, before it becomes an unprivileged host
-// uid for everything that follows.
+// later runs may need, as the host user the init was started as: as root
+// the backend starts it as a host uid of its own (the owner of the
+// sandbox's user namespace, so that the kernel charges that user and not
+// root for what the sandbox holds), and opens for it the sources that uid
+// may not reach. Then the init takes the identity of root inside the
+// namespace, an unprivileged host uid, for everything that follows.
 static void open_sources(struct config *c)
 {
 	// Nothing done in this namespace may reach the host's mounts, and the
@@ -889,6 +923,7 @@ static void open_sources(struct config *c)
 	c->host = -1;
 	if (!keep_host_attached(c))
 		c->host = detached_host_tree(root_path(c));
+	take_given(c);
 	for (size_t i = 0; i < c->nops; i++) {
 		const struct op *o = &c->ops[i];
 		if (o->code == OP_BIND || o->code == OP_PREOPEN) {
@@ -964,6 +999,7 @@ static void apply(struct config *c, struct exec_plan *plan)
 				fail("unshare cgroup namespace");
 			break;
 		case OP_PREOPEN:
+		case OP_GIVEN:
 			break;
 		case OP_ROOT:
 			if (o->argc < 1 || o->argc > 2) {
@@ -1439,11 +1475,11 @@ static char *recv_frame(int fd, int *fds, int max, int *got, size_t *size, int d
 {
 	uint32_t len;
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
+		char buf[CMSG_SPACE(NSINIT_MAX_GIVEN * sizeof(int))];
 		struct cmsghdr align;
 	} control;
-	if (max > 3)
-		max = 3;
+	if (max > NSINIT_MAX_GIVEN)
+		max = NSINIT_MAX_GIVEN;
 	struct iovec iov = {&len, sizeof len};
 	struct msghdr mh;
 	memset(&mh, 0, sizeof mh);
@@ -1549,7 +1585,7 @@ static void __attribute__((noreturn)) run(void)
 	// program runs: nothing running as another user may look into it.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		fail("dumpable");
-	buf = read_frame(NSINIT_CONFIG_FD, &size);
+	buf = recv_frame(NSINIT_CONFIG_FD, c.given, NSINIT_MAX_GIVEN, &c.ngiven, &size, 0);
 	parse(buf, size, &c);
 	open_sources(&c);
 	apply(&c, &plan);

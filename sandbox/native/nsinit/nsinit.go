@@ -43,6 +43,7 @@ const (
 	OpKeep      = C.OP_KEEP
 	OpUsernsMax = C.OP_USERNS_MAX
 	OpAttach    = C.OP_ATTACH
+	OpGiven     = C.OP_GIVEN
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from
@@ -52,4 +53,6 @@ const (
 	StatusFD = C.NSINIT_STATUS_FD
 	// MaxConfig is the largest setup stream the init accepts.
 	MaxConfig = C.NSINIT_MAX_CONFIG
+	// MaxGiven is the most bind sources the first phase may come with.
+	MaxGiven = C.NSINIT_MAX_GIVEN
 )

@@ -11,6 +11,10 @@
  * Each operation is: u32 op, u32 argc, then argc times (u32 len, len bytes,
  * one NUL). Integers are in host byte order: both ends are the same binary
  * on the same machine.
+ * The first phase may come with descriptors as SCM_RIGHTS on its first
+ * byte, up to NSINIT_MAX_GIVEN: bind sources the backend opened (O_PATH,
+ * through /proc/<init>/root) because the init's own user may not reach
+ * them; the i-th OP_GIVEN names the i-th descriptor.
  * A new sandbox's second phase may come with one descriptor as SCM_RIGHTS on
  * its first byte: a detached mount (open_tree) of the run's host workspace,
  * which OP_ATTACH attaches; the init closes it if no OP_ATTACH uses it.
@@ -50,11 +54,14 @@ enum nsinit_op {
 			       max_* entry) of the sandbox's user namespace */
 	OP_ATTACH = 23,  /* dst: attach the detached mount that came with the
 			    second phase on dst (a new sandbox only) */
+	OP_GIVEN = 24,   /* path: the bind source path is the next descriptor
+			    that came with the first phase */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"
 #define NSINIT_CONFIG_FD 3
 #define NSINIT_STATUS_FD 4
 #define NSINIT_MAX_CONFIG (96u << 20)
+#define NSINIT_MAX_GIVEN 64
 
 #endif
