@@ -106,7 +106,8 @@ type Docker struct {
 	// Host is the engine's address; empty means DOCKER_HOST or the local
 	// socket.
 	Host string `yaml:"host"`
-	// User is the non-root user that runs code in containers.
+	// User is the non-root "uid:gid" that runs code in every container;
+	// empty gives each container a host uid (and gid) of its own.
 	User string `yaml:"user"`
 	// ReuseContainers keeps a container per program between its runs
 	// instead of one per run: faster, but a run can tell from its process
@@ -264,7 +265,6 @@ func Default() *Config {
 		Docker: Docker{
 			DefaultImagePrefix: "coderunner",
 			PullPolicy:         "if_not_present",
-			User:               "65534:65534",
 		},
 		Limits: Limits{
 			MemoryMB:         256,

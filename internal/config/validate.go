@@ -132,8 +132,9 @@ func (d *Docker) validate() error {
 			return fmt.Errorf("docker.host: %q is not a unix://, tcp:// or http(s):// address", d.Host)
 		}
 	}
+	// Empty: a host uid of its own per container.
 	user, _, _ := strings.Cut(d.User, ":")
-	if user == "" || user == "0" || user == "root" {
+	if d.User != "" && (user == "" || user == "0" || user == "root") {
 		return fmt.Errorf("docker.user: %q must name a non-root user", d.User)
 	}
 	return nil

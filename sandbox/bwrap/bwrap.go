@@ -18,6 +18,7 @@ import (
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/seccomp"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/uidpool"
 )
 
 // ErrNotFound means the bwrap binary is not installed. It wraps
@@ -25,9 +26,13 @@ import (
 var ErrNotFound = fmt.Errorf("%w: bwrap (Bubblewrap) is not installed; install it with `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install bubblewrap` (Fedora) or `apk add bubblewrap` (Alpine)", sandbox.ErrUnavailable)
 
 // DefaultHostUIDBase is the first host uid of the range the backend uses
-// as root: bwrap runs as DefaultHostUIDBase+1000. It lies apart from the
-// native backend's range so that the two never share a uid.
+// as root: bwrap runs as one of DefaultHostUIDBase+1000 to +1999, a uid
+// per sandbox (see uidpool). It lies apart from the native backend's
+// range so that the two never share a uid.
 const DefaultHostUIDBase = 1_200_000
+
+// users is how many host uids bwrap runs as, from HostUIDBase+sandboxUID.
+const users = 1000
 
 // sandboxUID is the uid (and gid) of user code inside the sandbox.
 const sandboxUID = 1000
@@ -43,8 +48,10 @@ type Options struct {
 	// the runs' tmpfs. Empty means /run/coderunner-bwrap as root, else a
 	// directory under the temporary directory.
 	StateDir string
-	// HostUIDBase is the host uid range used as root; bwrap runs as
-	// HostUIDBase+1000. Zero means DefaultHostUIDBase.
+	// HostUIDBase is the host uid range used as root; bwrap runs as one
+	// of HostUIDBase+1000 to +1999, a uid per sandbox, so that the
+	// kernel's per-user counts one sandbox holds (inotify instances above
+	// all) are not another's. Zero means DefaultHostUIDBase.
 	HostUIDBase int
 	// Cgroup configures cgroup discovery; zero values are the real system.
 	Cgroup cgroup.Options
@@ -56,8 +63,9 @@ type Backend struct {
 	path       string
 	version    string
 	privileged bool
-	// hostUID is the host uid bwrap runs as, or -1 to keep ours.
-	hostUID  int
+	// users, as root, hands out the host uid each bwrap runs as; nil
+	// keeps ours.
+	users    *uidpool.Pool
 	stateDir string
 	etcDir   string
 	ldCache  bool
@@ -80,7 +88,7 @@ func New(opts Options) (*Backend, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("%w: bwrap needs Linux", sandbox.ErrUnavailable)
 	}
-	b := &Backend{log: opts.Logger, privileged: os.Geteuid() == 0, hostUID: -1}
+	b := &Backend{log: opts.Logger, privileged: os.Geteuid() == 0}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,7 +113,7 @@ func New(opts Options) (*Backend, error) {
 		if base == 0 {
 			base = DefaultHostUIDBase
 		}
-		b.hostUID = base + sandboxUID
+		b.users = uidpool.Shared(base+sandboxUID, users)
 	}
 	b.stateDir = opts.StateDir
 	if b.stateDir == "" {
@@ -168,7 +176,7 @@ func (b *Backend) Name() string { return "bwrap" }
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "bwrap", OK: true, Detail: strings.TrimSpace(b.path + " " + b.version)})
-	uid := fmt.Sprintf("root: bwrap runs as host uid %d, user code as uid %d in its user namespace", b.hostUID, sandboxUID)
+	uid := fmt.Sprintf("root: bwrap runs as a host uid of its sandbox's own (from a range of %d), user code as uid %d in its user namespace", users, sandboxUID)
 	if !b.privileged {
 		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
 	}

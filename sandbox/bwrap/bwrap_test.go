@@ -43,14 +43,16 @@ func TestConformance(t *testing.T) {
 		Mounts:    bwrap.BaseMounts(),
 		CC:        cc,
 		Leftovers: leftovers,
+		// As root every sandbox has a bwrap uid of its own.
+		QuotasPerSandbox: true,
 	})
 }
 
-// leftovers finds processes running as bwrap's host uid, run cgroups of
-// this process, and run tmpfs still mounted.
+// leftovers finds processes running as one of bwrap's host uids, run
+// cgroups of this process, and run tmpfs still mounted.
 func leftovers() error {
 	var found []string
-	uid := bwrap.DefaultHostUIDBase + 1000
+	first, last := bwrap.DefaultHostUIDBase+1000, bwrap.DefaultHostUIDBase+1999
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
@@ -61,7 +63,7 @@ func leftovers() error {
 			continue
 		}
 		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] == strconv.Itoa(uid) {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && inRange(f[1], first, last) {
 				found = append(found, "process "+e.Name())
 			}
 		}
@@ -94,4 +96,10 @@ func leftovers() error {
 		return fmt.Errorf("%s", strings.Join(found, ", "))
 	}
 	return nil
+}
+
+// inRange reports whether the number s is within [first, last].
+func inRange(s string, first, last int) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= first && n <= last
 }

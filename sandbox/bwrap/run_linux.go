@@ -46,7 +46,10 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}
-	r := &run{b: b, spec: s, id: b.runID.Add(1)}
+	r := &run{b: b, spec: s, id: b.runID.Add(1), uid: -1}
+	if b.users != nil {
+		r.uid = b.users.TakeFor(s.Workspace)
+	}
 	defer r.close()
 	return r.execute(ctx)
 }
@@ -68,6 +71,9 @@ type run struct {
 	waited     chan struct{}
 	// childPID is bwrap's sandbox child once reported, 0 before.
 	childPID int
+	// uid is the host uid bwrap runs as (one of b.users), or -1 to
+	// keep ours.
+	uid int
 }
 
 func (r *run) close() {
@@ -100,6 +106,10 @@ func (r *run) close() {
 			r.b.log.Warn("unable to unmount a run mount", "run", r.id, "path", m, "error", err)
 			mounted = true
 		}
+	}
+	if r.uid >= 0 {
+		// Nothing of the run is left: its processes were killed above.
+		r.b.users.Put(r.uid)
 	}
 	switch {
 	case r.dir == "":
@@ -222,8 +232,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		ExtraFiles:  extra,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
-	if b.hostUID >= 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.hostUID), Gid: uint32(b.hostUID), Groups: []uint32{}}
+	if r.uid >= 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.uid), Groups: []uint32{}}
 	}
 	if r.group != nil {
 		if fd, ok := r.group.FD(); ok {
@@ -370,7 +380,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 func (r *run) prepare(p *plan) error {
 	b, s, lim := r.b, r.spec, r.spec.Limits
 	if s.Workspace != "" {
-		uid := b.hostUID
+		uid := r.uid
 		if uid < 0 {
 			uid = os.Getuid()
 		}
@@ -394,7 +404,7 @@ func (r *run) prepare(p *plan) error {
 		if err := os.Mkdir(m, 0o700); err != nil {
 			return "", fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
-		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", size, maxInodes, mode, b.hostUID, b.hostUID)
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", size, maxInodes, mode, r.uid, r.uid)
 		if err := unix.Mount("tmpfs", m, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return "", fmt.Errorf("%w: unable to mount a tmpfs for %s: %w", sandbox.ErrSetup, name, err)
 		}
@@ -414,7 +424,7 @@ func (r *run) prepare(p *plan) error {
 		if p.workspace, err = mk("workspace", lim.WorkspaceSize, "0755"); err != nil {
 			return err
 		}
-		if err := hostws.Prepare(p.workspace, s.Files, b.hostUID, true); err != nil {
+		if err := hostws.Prepare(p.workspace, s.Files, r.uid, true); err != nil {
 			return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
@@ -457,8 +467,8 @@ func (r *run) bwrapFailed(err error, stderr *watch.Capture) error {
 // Only sources bwrap's uid actually cannot reach are staged (faccessat as
 // that uid), so most runs mount nothing more.
 func (r *run) stage(p *plan) error {
-	b, s := r.b, r.spec
-	if b.hostUID < 0 || len(s.Mounts) == 0 {
+	s := r.spec
+	if r.uid < 0 || len(s.Mounts) == 0 {
 		return nil
 	}
 	sources := make([]string, 0, len(s.Mounts))
@@ -468,7 +478,7 @@ func (r *run) stage(p *plan) error {
 			sources = append(sources, m.Source)
 		}
 	}
-	blocked, err := unreachable(b.hostUID, sources)
+	blocked, err := unreachable(r.uid, sources)
 	if err != nil || len(blocked) == 0 {
 		return err
 	}
@@ -476,7 +486,7 @@ func (r *run) stage(p *plan) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	if err := os.Chown(dir, 0, b.hostUID); err != nil {
+	if err := os.Chown(dir, 0, r.uid); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	if err := os.Chmod(dir, 0o710); err != nil {
@@ -680,13 +690,13 @@ func (r *run) confine(child int) error {
 		}
 		return nil
 	}
-	if r.b.hostUID < 0 {
+	if r.uid < 0 {
 		return set()
 	}
 	// prlimit(2) on another user's process needs CAP_SYS_RESOURCE, which
 	// root does not always have (some container runtimes drop it); as
 	// bwrap's own user it needs nothing, and lowering limits never does.
-	if err := threadid.As(r.b.hostUID, set); err != nil {
+	if err := threadid.As(r.uid, set); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	return nil

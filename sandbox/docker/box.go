@@ -47,6 +47,10 @@ type box struct {
 	// cg reads the container's cgroup on this machine; nil on a remote
 	// engine, where the engine's stats are used.
 	cg *hostCgroup
+	// uid and gid are the user its programs run as; pooled is set while
+	// uid is counted in the backend's pool (freeUser).
+	uid, gid int
+	pooled   bool
 }
 
 // resources are the limits the engine can change on a running container.
@@ -155,6 +159,12 @@ func stackLimit(l sandbox.Limits) int64 { return min(l.Memory, 256*sandbox.MiB) 
 func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string) (_ *box, retErr error) {
 	lim := s.Limits
 	bx := &box{key: key, image: image, res: resourcesOf(lim), files: s.Files}
+	b.takeUser(bx, s.Workspace)
+	defer func() {
+		if retErr != nil && bx.id == "" {
+			b.freeUser(bx)
+		}
+	}()
 	tmpfs := map[string]string{
 		sandbox.TmpDir: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpSize, maxInodes),
 		// The engine mounts sysfs at /sys; nothing of it is needed.
@@ -162,14 +172,14 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 	}
 	var mounts []mount.Mount
 	if s.Workspace != "" {
-		if err := hostws.Prepare(s.Workspace, s.Files, b.uid, os.Geteuid() == 0); err != nil {
+		if err := hostws.Prepare(s.Workspace, s.Files, bx.uid, os.Geteuid() == 0); err != nil {
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 		bx.files = nil
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: s.Workspace, Target: sandbox.WorkspaceDir})
 	} else {
 		tmpfs[sandbox.WorkspaceDir] = fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d",
-			lim.WorkspaceSize, maxInodes, b.uid, b.gid)
+			lim.WorkspaceSize, maxInodes, bx.uid, bx.gid)
 	}
 	var archive []byte
 	if len(bx.files) > 0 {
@@ -383,7 +393,7 @@ func (b *Backend) release(bx *box, reusable bool) {
 		return
 	}
 	if bx.cg != nil {
-		if err := bx.cg.killLeftovers(b.uid); err != nil {
+		if err := bx.cg.killLeftovers(bx.uid); err != nil {
 			b.log.Debug("container not reusable", "container", bx.id, "error", err)
 			b.discard(bx)
 			return
@@ -444,11 +454,15 @@ func (b *Backend) discard(bx *box) {
 		bx.cg.close()
 	}
 	if bx.id == "" {
+		b.freeUser(bx)
 		return
 	}
 	b.removing.Add(1)
 	go func() {
 		defer b.removing.Done()
+		// Its processes are gone once the container is (or, if its
+		// removal fails, the uid is shared for a while: quotas only).
+		defer b.freeUser(bx)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := b.cli.ContainerRemove(ctx, bx.id, container.RemoveOptions{Force: true}); err != nil && !isGone(err) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/internal/uidpool"
 )
 
 // Labels put on every container the backend creates.
@@ -32,7 +33,11 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultUser        = "65534:65534"
+	// DefaultUIDBase and DefaultUsers are the host uids (gids alike) user
+	// code runs as when Options.User is empty: one per container, from
+	// DefaultUIDBase on (see uidpool).
+	DefaultUIDBase     = 1_100_000
+	DefaultUsers       = 1000
 	DefaultIdleTimeout = 10 * time.Second
 	DefaultMaxIdle     = 16
 )
@@ -54,8 +59,12 @@ type Options struct {
 	DefaultImage string
 	// PullPolicy is always, if_not_present (the default) or never.
 	PullPolicy string
-	// User is the numeric "uid:gid" user code runs as; never root. Empty
-	// means DefaultUser.
+	// User is the numeric "uid:gid" user code runs as in every
+	// container; never root. Empty (the default) gives each container a
+	// host uid of its own, from DefaultUIDBase: the kernel keeps some of
+	// its counts per user (inotify instances, queued signals, POSIX
+	// message queue bytes), and containers sharing a user share them, so
+	// one program at those limits leaves the others none.
 	User string
 	// Reuse keeps a container per program between its runs (each run a
 	// fresh process in it, after a reset of its scratch directories, its
@@ -77,12 +86,15 @@ type Options struct {
 // Backend runs programs in containers of the Docker Engine. It is safe for
 // concurrent use; Close removes every container it made.
 type Backend struct {
-	log      *slog.Logger
-	cli      *client.Client
-	images   *images
-	pull     string
+	log    *slog.Logger
+	cli    *client.Client
+	images *images
+	pull   string
+	// uid and gid are the fixed user's (Options.User), when users is nil.
 	uid, gid int
 	user     string
+	// users hands out a uid per container when no user is fixed.
+	users *uidpool.Pool
 	// keeper is the "uid:gid" of the process that keeps a container alive
 	// between runs: another user than the program's, so that the program
 	// cannot kill it and the cleanup's kill(-1) spares it.
@@ -144,11 +156,10 @@ func New(opts Options) (*Backend, error) {
 	if !slices.Contains([]string{PullAlways, PullIfNotPresent, PullNever}, b.pull) {
 		return nil, fmt.Errorf("%w: docker pull policy %q is not always, if_not_present or never", sandbox.ErrUnavailable, b.pull)
 	}
-	if b.user == "" {
-		b.user = DefaultUser
-	}
 	var err error
-	if b.uid, b.gid, err = parseUser(b.user); err != nil {
+	if b.user == "" {
+		b.users = uidpool.Shared(DefaultUIDBase, DefaultUsers)
+	} else if b.uid, b.gid, err = parseUser(b.user); err != nil {
 		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	keeper := 65533
@@ -282,7 +293,7 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	}
 	r.Checks = append(r.Checks,
 		sandbox.Check{Name: "seccomp", OK: true, Detail: "custom profile from the native policy; native ABI only"},
-		sandbox.Check{Name: "user", OK: true, Detail: "user code runs as " + b.user},
+		sandbox.Check{Name: "user", OK: true, Detail: b.userDetail()},
 		sandbox.Check{Name: "containers", OK: true, Detail: mode})
 	probe, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Limits: sandbox.Limits{WallTime: 30 * time.Second}})
 	switch {
@@ -417,3 +428,35 @@ func (b *Backend) sweep() {
 		}
 	}
 }
+
+// userDetail says who user code runs as.
+func (b *Backend) userDetail() string {
+	if b.users == nil {
+		return "user code runs as " + b.user
+	}
+	return fmt.Sprintf("user code runs as a host uid (and gid) of its container's own, from %d to %d", DefaultUIDBase, DefaultUIDBase+DefaultUsers-1)
+}
+
+// takeUser gives bx its user: the fixed one, else a uid of its own (or a
+// kept workspace's, see uidpool.TakeFor).
+func (b *Backend) takeUser(bx *box, workspace string) {
+	if b.users == nil {
+		bx.uid, bx.gid = b.uid, b.gid
+		return
+	}
+	bx.uid = b.users.TakeFor(workspace)
+	bx.gid = bx.uid
+	bx.pooled = true
+}
+
+// freeUser gives bx's uid back to the pool, once its container is gone
+// (or was never made).
+func (b *Backend) freeUser(bx *box) {
+	if bx.pooled {
+		bx.pooled = false
+		b.users.Put(bx.uid)
+	}
+}
+
+// user is the "uid:gid" bx's programs run as.
+func (bx *box) user() string { return fmt.Sprintf("%d:%d", bx.uid, bx.gid) }

@@ -68,6 +68,9 @@ func TestConformance(t *testing.T) {
 		Backend:   b,
 		CC:        cc,
 		Leftovers: func() error { return b.Leftovers(context.Background()) },
+		// Without a fixed docker.user every container has a uid of its
+		// own.
+		QuotasPerSandbox: true,
 	})
 }
 

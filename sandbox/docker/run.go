@@ -201,7 +201,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	argv := append([]string{"/bin/sh", "-c", prelude, "prelude", wipe, files, "/usr/bin/env", "-i"}, s.Env...)
 	argv = append(argv, s.Args...)
 	ex, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
-		User: b.user, Cmd: argv, WorkingDir: dir,
+		User: bx.user(), Cmd: argv, WorkingDir: dir,
 		AttachStdin: s.Stdin != nil, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {

@@ -93,6 +93,7 @@ func Run(t *testing.T, env Env) {
 		{"HostWorkspaceQuietOnReturn", s.testHostWorkspaceQuiet},
 		{"HostWorkspaceCapped", s.testHostWorkspaceCapped},
 		{"HostWorkspaceUncappedRefused", s.testHostWorkspaceUncapped},
+		{"HostWorkspaceKeptAcrossRuns", s.testHostWorkspaceKept},
 		{"MountTablesHideHostPaths", s.testMountinfoHostPaths},
 		{"FileSizeLimit", s.testFileSize},
 		{"NothingCarriesOver", s.testNothingCarriesOver},
@@ -459,6 +460,41 @@ echo writing
 				t.Fatalf("the workspace was written after Run returned: %d bytes, then %d", before, after)
 			}
 		})
+	}
+}
+
+// testHostWorkspaceKept runs three programs in one host workspace, as a
+// session does: what the first leaves (files, a directory, with the
+// usual modes), the next ones may change and remove, even while other
+// sandboxes run meanwhile (a backend that gives each sandbox a user of its
+// own must give a kept workspace's runs the same one).
+func (s *suite) testHostWorkspaceKept(t *testing.T) {
+	testutil.Require(t, capws.Supported(), "host workspaces are capped by a tmpfs mount, which needs root")
+	d, err := capws.New("", "kept-ws-", sandbox.DefaultLimits.WorkspaceSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Remove() }()
+	steps := []struct{ script, want string }{
+		{"umask 022; mkdir -p /workspace/dir && echo one > /workspace/dir/f && echo one > /workspace/g && echo made", "made\n"},
+		{"echo two >> /workspace/dir/f && echo two > /workspace/g && cat /workspace/dir/f /workspace/g", "one\ntwo\ntwo\n"},
+		{"rm -r /workspace/dir /workspace/g && ls -A /workspace && echo removed", "removed\n"},
+	}
+	for i, step := range steps {
+		// Another run at once, as from another session.
+		other := make(chan struct{})
+		go func() {
+			defer close(other)
+			_, _ = s.Backend.Run(context.Background(), s.sh("sleep 0.2"))
+		}()
+		spec := s.sh(step.script)
+		spec.Workspace = d.Path
+		res := s.run(t, spec)
+		<-other
+		expect(t, res, sandbox.StatusOK)
+		if string(res.Stdout) != step.want {
+			t.Fatalf("run %d in the kept workspace: %q (stderr %q), want %q", i+1, res.Stdout, res.Stderr, step.want)
+		}
 	}
 }
 

@@ -7,7 +7,10 @@
 // shared, the least shared first.
 package uidpool
 
-import "sync"
+import (
+	"sync"
+	"syscall"
+)
 
 // Pool is a range of host uids. It is safe for concurrent use.
 type Pool struct {
@@ -93,4 +96,19 @@ func (p *Pool) Put(uid int) {
 	if i := uid - p.base; p.users[i] > 0 {
 		p.users[i]--
 	}
+}
+
+// TakeFor returns the uid for a sandbox with the host workspace dir
+// (empty for none): the pool's uid that owns dir, given it by an earlier
+// run (a session's workspace kept between calls), so that the program may
+// change what the earlier runs left; else the least used one. Either way
+// it counts as used until Put. The sandboxed program cannot give the
+// workspace's root to another user: only a backend chowns it.
+func (p *Pool) TakeFor(dir string) int {
+	var st syscall.Stat_t
+	if dir != "" && syscall.Lstat(dir, &st) == nil && p.Contains(int(st.Uid)) {
+		p.Hold(int(st.Uid))
+		return int(st.Uid)
+	}
+	return p.Take()
 }

@@ -1,6 +1,9 @@
 package uidpool
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // TestTakeSpreads checks that sandboxes started at once get uids of their
 // own while there are enough, then share the least shared ones, and that
@@ -63,10 +66,34 @@ func TestHold(t *testing.T) {
 }
 
 func TestShared(t *testing.T) {
-	if Shared(7000, 10) != Shared(7000, 10) {
+	a, b := Shared(7000, 10), Shared(7000, 10)
+	if a != b {
 		t.Fatal("two pools for one range")
 	}
 	if Shared(7000, 10) == Shared(8000, 10) {
 		t.Fatal("one pool for two ranges")
+	}
+}
+
+// TestTakeForKeptWorkspace checks that a workspace an earlier run gave a
+// uid of the pool keeps it, and that one owned by anybody else gets a
+// fresh uid.
+func TestTakeForKeptWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	uid := os.Getuid()
+	p := New(uid, 2)
+	if got := p.TakeFor(dir); got != uid {
+		t.Fatalf("workspace of uid %d got %d", uid, got)
+	}
+	// Held: a fresh Take passes it over.
+	if got := p.Take(); got == uid {
+		t.Fatalf("took %d, held by the workspace's run", got)
+	}
+	other := New(uid+1, 2)
+	if got := other.TakeFor(dir); got == uid {
+		t.Fatalf("a workspace of a uid not in the pool got that uid")
+	}
+	if got := other.TakeFor(""); !other.Contains(got) {
+		t.Fatalf("no workspace: got %d outside the pool", got)
 	}
 }
