@@ -1,5 +1,5 @@
 // Package controlplane reports a Runtime Executor's life to its control
-// plane (spec 002, contract §8): each execution's result, heartbeats while
+// plane: each execution's result, heartbeats while
 // it runs, the container's readiness and its exit.
 //
 // Every call is a POST with "Authorization: Bearer <token>". A result is

@@ -225,7 +225,7 @@ func readSpool(p string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 64<<20))
 }
 
-// Result reports an execution's result (the §4.3 object) in the
+// Result reports an execution's result (the /execute result object) in the
 // background: it is stored first, then POSTed to
 // /internal/executions/{id}/result until delivered. It never blocks on
 // the network.

@@ -1,7 +1,8 @@
-// Package httpapi is coderunner's HTTP service (contract §6): spec 002's
-// POST /execute, spec 004's POST /v1/run and DELETE /v1/sessions/{id},
-// spec 000's POST /v1/judge, the MCP endpoint /mcp, and GET /health,
-// GET /metrics and GET /openapi.yaml.
+// Package httpapi is coderunner's HTTP service: POST /execute (an
+// execution reported to the control plane), POST /v1/run and
+// DELETE /v1/sessions/{id} (one program with limits, sessions),
+// POST /v1/judge, the MCP endpoint /mcp, and GET /health, GET /metrics and
+// GET /openapi.yaml.
 //
 // Sessions are the Runner's business (session.Store.Wrap): the server
 // maps the store's refusals to statuses (429 for too many sessions, 507

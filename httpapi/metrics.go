@@ -7,8 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// metrics are the service's Prometheus collectors (spec 002's
-// execution_count, success_rate, failure_reasons, latency histograms and
+// metrics are the service's Prometheus collectors (execution_count, success_rate, failure_reasons, latency histograms and
 // active_executions gauge, and the queue depth).
 type metrics struct {
 	executions *prometheus.CounterVec

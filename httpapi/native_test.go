@@ -16,7 +16,7 @@ import (
 	"github.com/coderunner/coderunner/session"
 )
 
-// TestNativeEndToEnd is spec 002's flow on the real sandbox: request →
+// TestNativeEndToEnd is the /execute flow on the real sandbox: request →
 // isolation → result capture → control plane callback.
 func TestNativeEndToEnd(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -54,7 +54,7 @@ func TestNativeEndToEnd(t *testing.T) {
 	}
 }
 
-// TestNativeSessions is spec 004's session_id on the real sandbox, with
+// TestNativeSessions is /v1/run's session_id on the real sandbox, with
 // warm sandboxes and tmpfs workspaces as serve runs them: a file written
 // by one /v1/run call is read by the next, and DELETE /v1/sessions/{id}
 // removes it.

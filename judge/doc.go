@@ -1,6 +1,7 @@
-// Package judge is spec 000's CodeRunner judge: it compiles a program once,
-// runs it on every test case and gives a verdict per test and overall
-// (CONTRACT §4.2, §5, §10).
+// Package judge is coderunner's judge: it compiles a program once, runs it
+// on every test case and gives a verdict per test and overall (the
+// ExecutionRequest and ExecutionResult of `coderunner judge`, /v1/judge and
+// the judge_code MCP tool).
 //
 // The judge does not know how programs are compiled or isolated: it asks an
 // Engine to Prepare the code (compile it, through a cache, when the
@@ -19,19 +20,19 @@
 // zero field of sandbox.Limits does; an empty test id becomes
 // "test_<index>".
 //
-// Execute validates the request as spec 000's _validate_request does,
-// with the same messages, and then checks the project's own bounds
+// Execute validates the request (empty code, no test cases, memory and
+// timeout bounds, with messages such as "Invalid timeout: 50ms"), then checks the project's own bounds
 // (per-test timeouts, total timeout, CPU limit, code size, number of tests,
 // size of inputs and expected outputs, compare mode). A refused request is a
 // sandbox_error result with error_info {code: VALIDATION_ERROR, stage:
 // validation} and no test results. A language the Engine does not know is
-// spec 000's UNSUPPORTED_LANGUAGE result.
+// an UNSUPPORTED_LANGUAGE result.
 //
 // # Running
 //
-// Code is sanitised as spec 000's sanitize_code does: NUL bytes are
-// removed, and Python code matching the spec's dangerous patterns is logged
-// as a warning, never refused — the sandbox is the defence.
+// Code is sanitised: NUL bytes are removed, and Python code matching a few
+// dangerous-looking patterns (os.system, subprocess, eval, ...) is logged as
+// a warning, never refused — the sandbox is the defence.
 //
 // Tests run up to Options.Parallel at a time (default: the number of
 // CPUs), in request order, and their results keep that order whatever
@@ -52,8 +53,8 @@
 // tests finish; a result showing less than the program wrote says
 // truncated.
 //
-// total_timeout_ms is wall-clock time counted from the judge's start
-// (CONTRACT §10), so compilation counts against it; compilation itself is
+// total_timeout_ms is wall-clock time counted from the judge's start, so
+// compilation counts against it; compilation itself is
 // never cut short, the Engine bounds it with its own compile limits. When
 // it runs out, running tests are cancelled, tests not yet started are not
 // started, and all of them are "timeout" with "Total timeout exceeded"; a
@@ -71,7 +72,7 @@
 // ParseCompare). execution_time_ms is the run's wall time and
 // memory_used_kb its peak memory.
 //
-// The overall status, summary and error_info are spec 000's _build_result:
+// The overall status, summary and error_info follow from the tests:
 // all_passed, some_passed, else the first of timeout, memory_exceeded,
 // runtime_error found among the tests, else all_failed.
 //
@@ -92,7 +93,7 @@
 // # Fleet
 //
 // ArtifactToExecutionRequest and ExecutionResultToArtifact convert between
-// Fleet artifacts and requests/results as spec 000's Fleet integration
-// does, storing result content of InlineThreshold bytes or more by "beads:"
+// Fleet artifacts (the control plane's unit of exchange) and
+// requests/results, storing result content of InlineThreshold bytes or more by "beads:"
 // reference.
 package judge

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Artifact is the Fleet's unit of exchange (handoff protocol Artifact, as
-// spec 000 uses it). Exactly one of InlineContent and ContentRef is
+// Artifact is the Fleet's unit of exchange (its handoff protocol's
+// Artifact). Exactly one of InlineContent and ContentRef is
 // normally set; an empty string means absent.
 type Artifact struct {
 	// ArtifactType is "code" for a solution, "test_result" for a verdict.
@@ -24,7 +24,7 @@ type Artifact struct {
 	Metadata map[string]any `json:"metadata"`
 }
 
-// Fleet conversion defaults (spec 000 artifact_to_execution_request).
+// Defaults of ArtifactToExecutionRequest.
 const (
 	// FleetDefaultLanguage is used when the artifact names no language.
 	FleetDefaultLanguage = "python"
@@ -51,13 +51,12 @@ type FleetRequestOptions struct {
 	TotalTimeoutMS int
 }
 
-// ArtifactToExecutionRequest is spec 000's artifact_to_execution_request.
+// ArtifactToExecutionRequest makes a judge request of a code artifact.
 // testCases are the Fleet's dictionaries with the keys "id" (default
 // "test_<index>"), "input", "expected" or "expected_output" ("expected"
-// wins, as in spec 000), "hidden" (or "is_hidden") and "description"; a
+// wins), "hidden" (or "is_hidden") and "description"; a
 // value of the wrong type is an error. The language is
-// metadata["language"] lower-cased, "python" when absent. Unlike spec 000,
-// a language the table does not know is passed through rather than replaced
+// metadata["language"] lower-cased, "python" when absent. A language the table does not know is passed through rather than replaced
 // by Python: the judge then reports it as unsupported instead of running,
 // say, Rust code under a Python interpreter.
 func ArtifactToExecutionRequest(a Artifact, testCases []map[string]any, opts FleetRequestOptions) (ExecutionRequest, error) {
@@ -150,8 +149,8 @@ func fleetTestCase(i int, m map[string]any) (TestCase, error) {
 	return tc, nil
 }
 
-// fleetContent is the JSON stored for a result artifact; its field order is
-// spec 000's.
+// fleetContent is the JSON stored for a result artifact, in the field order
+// Fleet's readers expect.
 type fleetContent struct {
 	Status      ExecutionStatus   `json:"status"`
 	Passed      int               `json:"passed"`
@@ -168,7 +167,7 @@ type fleetTestResult struct {
 	MemoryKB int64      `json:"memory_kb"`
 }
 
-// ExecutionResultToArtifact is spec 000's execution_result_to_artifact. It
+// ExecutionResultToArtifact makes a result artifact of a judge result. It
 // returns a "test_result" artifact and, when the content (indented JSON) is
 // InlineThreshold bytes or more, that content for the caller to store in
 // Beads under the artifact's ContentRef ("beads:" + beadsKey, or

@@ -11,8 +11,7 @@ import (
 	"testing"
 )
 
-// TestFleetIntegration is spec 000's integration test against the fake
-// engine: artifact → request → result → artifact.
+// TestFleetIntegration is the Fleet round trip against the fake engine: artifact → request → result → artifact.
 func TestFleetIntegration(t *testing.T) {
 	artifact := Artifact{
 		ArtifactType:  "code",

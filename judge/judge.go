@@ -13,7 +13,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// DefaultMaxOutputKB is spec 000's max_output_size_kb.
+// DefaultMaxOutputKB is limits.max_output_size_kb's default.
 const DefaultMaxOutputKB = 64
 
 // Defaults of the bounds on what a request's outputs may cost.
@@ -67,7 +67,7 @@ type Options struct {
 }
 
 // Judge runs a request's code against its test cases through an Engine and
-// gives spec 000's verdict. It is safe for concurrent use.
+// gives its verdict. It is safe for concurrent use.
 type Judge struct {
 	engine    Engine
 	parallel  int
@@ -124,8 +124,8 @@ func New(engine Engine, opts Options) *Judge {
 
 // Execute validates req, prepares its code once and runs every test case,
 // up to Options.Parallel at a time, within req.TotalTimeoutMS of wall-clock
-// time counted from the call (CONTRACT §10: compilation included, though it
-// is never cut short: the Engine bounds it with its own limits). It never
+// time counted from the call (compilation included, though it is never
+// cut short: the Engine bounds it with its own limits). It never
 // fails and never panics: a refused request, a compilation error and a
 // failure of the machinery are all results with their status and
 // error_info.

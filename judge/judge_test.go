@@ -80,8 +80,8 @@ func twoSumEngine() *fakeEngine {
 	})
 }
 
-// TestSpecExamples runs spec 000's usage example and unit tests against the
-// fake engine, which answers as the real programs would.
+// TestSpecExamples runs the judge's documented usage example and unit
+// tests against the fake engine, which answers as the real programs would.
 func TestSpecExamples(t *testing.T) {
 	zeroDiv := "Traceback (most recent call last):\n  File \"solution.py\", line 1, in <module>\nZeroDivisionError: division by zero\n"
 	cppCode := "#include <iostream>\nint main() {\n    int x;\n    std::cin >> x;\n    std::cout << x * 2 << std::endl;\n    return 0;\n}\n"
@@ -216,7 +216,7 @@ func ptrString(s *string) string {
 }
 
 // TestStatusPaths covers every overall status and the precedence rules of
-// spec 000's _build_result.
+// the overall result.
 func TestStatusPaths(t *testing.T) {
 	big := strings.Repeat("x", 600)
 	tests := []struct {

@@ -6,10 +6,10 @@ import (
 )
 
 // maxDetailsRunes is how much of a failing test's stdout error_info.details
-// quotes (spec 000: actual_output[:500]).
+// quotes: its first 500 characters.
 const maxDetailsRunes = 500
 
-// buildResult is spec 000's _build_result: the overall status, the summary
+// buildResult makes the overall status, the summary
 // and the error info from the per-test verdicts, which are in request order
 // and already redacted for hidden tests.
 func buildResult(req ExecutionRequest, results []TestResult, totalMS int64) ExecutionResult {
@@ -105,8 +105,7 @@ func buildResult(req ExecutionRequest, results []TestResult, totalMS int64) Exec
 	}
 }
 
-// InvalidRequestResult is the result of a refused request (spec 000
-// _validation_error_result): sandbox_error with error_info
+// InvalidRequestResult is the result of a refused request: sandbox_error with error_info
 // {code: VALIDATION_ERROR, stage: validation} and no test results. Callers
 // that fail to decode a request use it too, so that every refusal looks
 // alike.
@@ -126,7 +125,8 @@ func InvalidRequestResult(requestID string, err error, totalMS int64) ExecutionR
 	}
 }
 
-// unsupportedLanguageResult is spec 000's _unsupported_language_result.
+// unsupportedLanguageResult is the answer to a language the engine does not
+// know: sandbox_error with error_info UNSUPPORTED_LANGUAGE.
 func unsupportedLanguageResult(req ExecutionRequest, totalMS int64) ExecutionResult {
 	return ExecutionResult{
 		RequestID:   req.RequestID,
@@ -142,7 +142,7 @@ func unsupportedLanguageResult(req ExecutionRequest, totalMS int64) ExecutionRes
 	}
 }
 
-// compilationErrorResult is spec 000's answer to a failed compilation.
+// compilationErrorResult is the answer to a failed compilation.
 func compilationErrorResult(req ExecutionRequest, ce *CompileError, totalMS int64) ExecutionResult {
 	msg := ce.Output
 	if msg == "" {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// suspiciousPython are spec 000's dangerous Python patterns. They are
+// suspiciousPython are dangerous-looking Python patterns. They are
 // reported, never blocked: the sandbox is the defence, and refusing code on
 // a regular expression only teaches users to obfuscate it.
 var suspiciousPython = []*regexp.Regexp{
@@ -19,7 +19,7 @@ var suspiciousPython = []*regexp.Regexp{
 	regexp.MustCompile(`open\s*\([^)]*['"][wa]`),
 }
 
-// SanitizeCode is spec 000's sanitize_code: it removes NUL bytes and returns
+// SanitizeCode removes NUL bytes and returns
 // the suspicious patterns the code matches (for Python and python3 only),
 // which the judge logs as warnings. It never refuses code.
 func SanitizeCode(code, language string) (sanitized string, suspicious []string) {

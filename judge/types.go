@@ -1,7 +1,7 @@
 package judge
 
-// ExecutionRequest asks the judge to run code against test cases (spec 000
-// ExecutionRequest, CONTRACT §4.2).
+// ExecutionRequest asks the judge to run code against test cases (the body
+// of /v1/judge and of `coderunner judge`).
 //
 // A zero TimeoutMS, TotalTimeoutMS, MemoryLimitMB or CPULimit takes its
 // default (DefaultTimeoutMS, DefaultTotalTimeoutMS, DefaultMemoryLimitMB,
@@ -33,7 +33,7 @@ type ExecutionRequest struct {
 	Compare string `json:"compare,omitempty"`
 }
 
-// TestCase is one input with its expected output (spec 000 TestCase). When
+// TestCase is one input with its expected output. When
 // decoded from JSON, "expected" is accepted as another name for
 // "expected_output".
 type TestCase struct {
@@ -52,7 +52,7 @@ type TestCase struct {
 	Description string `json:"description,omitempty"`
 }
 
-// ExecutionResult is the judge's answer (spec 000 ExecutionResult).
+// ExecutionResult is the judge's answer.
 type ExecutionResult struct {
 	// RequestID echoes the request's.
 	RequestID string `json:"request_id"`
@@ -90,7 +90,7 @@ const (
 	StatusSandboxError ExecutionStatus = "sandbox_error"
 )
 
-// TestResult is the verdict on one test case (spec 000 TestResult).
+// TestResult is the verdict on one test case.
 type TestResult struct {
 	// TestID is the test case's id.
 	TestID string `json:"test_id"`
@@ -127,8 +127,7 @@ const (
 	TestMemoryExceeded TestStatus = "memory_exceeded"
 )
 
-// ExecutionError describes why a request did not pass (spec 000
-// ExecutionError).
+// ExecutionError describes why a request did not pass.
 type ExecutionError struct {
 	// Code is one of the Code* constants or an upper-cased TestStatus.
 	Code string `json:"code"`

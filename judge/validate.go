@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// Defaults of a request's zero fields (spec 000 coderunner_config.yaml
-// limits).
+// Defaults of a request's zero fields (the configuration's limits
+// section has the same).
 const (
 	DefaultTimeoutMS      = 5000
 	DefaultTotalTimeoutMS = 60000
@@ -14,8 +14,8 @@ const (
 	DefaultCPULimit       = 1.0
 )
 
-// Bounds that Validate enforces. The first four are spec 000's; the others
-// keep one request from making the judge allocate or run without limit.
+// Bounds that Validate enforces. The first four are the documented
+// request limits; the others keep one request from making the judge allocate or run without limit.
 const (
 	MinMemoryLimitMB = 16
 	MaxMemoryLimitMB = 1024
@@ -43,8 +43,8 @@ const (
 )
 
 // WithDefaults returns r with every zero field replaced by its default and
-// every empty test id replaced by "test_<index>" (as spec 000's artifact
-// conversion names them). The test cases are copied, never modified in
+// every empty test id replaced by "test_<index>" (as the Fleet conversion
+// names them). The test cases are copied, never modified in
 // place.
 func (r ExecutionRequest) WithDefaults() ExecutionRequest {
 	if r.TimeoutMS == 0 {
@@ -76,7 +76,7 @@ func (r ExecutionRequest) WithDefaults() ExecutionRequest {
 }
 
 // Validate reports the first reason to refuse a request that went through
-// WithDefaults. Its messages are spec 000's _validate_request ones ("Empty
+// WithDefaults. Its messages are the documented ones ("Empty
 // code", "No test cases provided", "Invalid memory limit: 8MB", "Invalid
 // timeout: 50ms") followed by the project's own checks. An unknown
 // language is not a validation error: only the Engine knows the languages.
@@ -127,7 +127,7 @@ func (r ExecutionRequest) Validate() error {
 }
 
 // ValidationError is a reason to refuse a request. Its message is shown to
-// users as is, capitalised as in spec 000.
+// users as is, capitalised.
 type ValidationError struct {
 	// Message is the reason, e.g. "Invalid timeout: 50ms".
 	Message string

@@ -8,7 +8,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// Per-test error messages. The first three are spec 000's.
+// Per-test error messages. The first three are the documented ones.
 const (
 	msgTimedOut       = "Test execution timed out"
 	msgMemoryExceeded = "Memory limit exceeded"
@@ -26,7 +26,7 @@ var javaOOM = []byte("java.lang.OutOfMemoryError")
 // error, stderr; Truncated says when that is not all the program wrote.
 // Hidden tests charge nothing: redact empties them. When several outcomes apply the
 // first of these wins: output limit (the program was stopped, its output is
-// incomplete), time limit (spec 000 checks timed_out first), memory (a
+// incomplete), time limit (checked before the others), memory (a
 // cgroup OOM kill of any process of the run, or a JVM OutOfMemoryError in a
 // failed run), runtime error, and finally the comparison of a clean exit. An
 // OOM kill wins over a clean exit because the program did exceed its limit

@@ -4,15 +4,16 @@
 //
 // Three tools:
 //
-//   - execute_code runs a program (spec 004's execute_code: language,
-//     code, stdin, timeout, session_id, and optionally memory_limit). The
-//     result is the contract's §4.1 object as structuredContent, and as
+//   - execute_code runs a program (language, code, stdin, timeout,
+//     session_id, and optionally memory_limit). The result is the same
+//     object /v1/run answers, as structuredContent, and as
 //     text a one-line summary followed by the program's output and the same
 //     JSON. With a session_id, files written in /workspace stay there for
 //     the session's next call.
-//   - judge_code compiles once and runs test cases (spec 000: language,
-//     code, test_cases, timeout_ms, total_timeout_ms, memory_limit_mb,
-//     compare); the §4.2 result is the structured content. A client that
+//   - judge_code compiles once and runs test cases (language, code,
+//     test_cases, timeout_ms, total_timeout_ms, memory_limit_mb, compare);
+//     the judge's ExecutionResult, as /v1/judge answers it, is the
+//     structured content. A client that
 //     sends a progress token receives a notification as each test ends.
 //   - list_languages lists the languages with their aliases and whether
 //     their toolchain is available here.
