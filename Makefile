@@ -19,8 +19,9 @@ test: ## vet and the whole test suite with the race detector (as root the privil
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
 
-lint: $(LINT) ## golangci-lint with the project's configuration
+lint: $(LINT) ## golangci-lint with the project's configuration, and the C layout (clang-format)
 	$(LINT) run ./...
+	clang-format --dry-run --Werror sandbox/native/nsinit/*.c sandbox/native/nsinit/*.h
 
 $(LINT):
 	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0

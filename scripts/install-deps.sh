@@ -10,6 +10,8 @@ command -v g++ >/dev/null || need+=(g++)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# make lint checks the sandbox init's C layout.
+command -v clang-format >/dev/null || need+=(clang-format)
 if ((${#need[@]})); then
 	if [ "$(id -u)" != 0 ]; then
 		echo "install-deps: need root to install: ${need[*]}" >&2
