@@ -1,4 +1,4 @@
-// Package session keeps the workspaces of spec 004's sessions: a call that
+// Package session keeps the workspaces of sessions: a call that
 // names a session_id runs in that session's workspace, so a file written by
 // one call is there for the next; everything else (processes, /tmp,
 // memory) is fresh for every call, since each call is a new sandbox.

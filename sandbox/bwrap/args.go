@@ -44,7 +44,7 @@ func (p *plan) args() ([]string, error) {
 	s, lim := p.spec, p.spec.Limits
 	uid := strconv.Itoa(p.uid)
 	a := []string{
-		// Spec 002 FR-016: every namespace, no capability, killed with
+		// Every namespace, no capability, killed with
 		// its parent, no controlling terminal (TIOCSTI).
 		"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--unshare-user", "--uid", uid, "--gid", uid,

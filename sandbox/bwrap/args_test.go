@@ -48,7 +48,7 @@ func TestArgs(t *testing.T) {
 		name string
 		run  []string
 	}{
-		{"spec 002 FR-016", []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}},
+		{"every namespace, no capability", []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}},
 		{"user namespace uid", []string{"--unshare-user", "--uid", "1000", "--gid", "1000"}},
 		{"read-only /usr", []string{"--ro-bind", "/usr", "/usr"}},
 		{"/lib link", []string{"--symlink", "usr/lib", "/lib"}},

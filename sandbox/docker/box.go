@@ -60,7 +60,7 @@ type resources struct {
 	pids   int
 }
 
-// cpuPeriod is the CFS period in microseconds (spec 000's cpu_period).
+// cpuPeriod is the CFS period in microseconds.
 const cpuPeriod = 100000
 
 // filesDir holds the archive of a private workspace's files inside the
@@ -116,7 +116,7 @@ func (r resources) engine() container.Resources {
 	quota := int64(r.cpus*cpuPeriod + 0.5)
 	return container.Resources{
 		Memory: r.memory,
-		// Equal to the memory limit: no swap (spec 000).
+		// Equal to the memory limit: no swap.
 		MemorySwap: r.memory,
 		CPUPeriod:  cpuPeriod,
 		CPUQuota:   max(quota, 1000),
@@ -151,8 +151,8 @@ func specKey(s *sandbox.Spec, image string) string {
 
 func stackLimit(l sandbox.Limits) int64 { return min(l.Memory, 256*sandbox.MiB) }
 
-// create makes and starts a container for s, with the settings of spec
-// 000's SECURITY_CONFIG: no network, read-only root, no-new-privileges,
+// create makes and starts a container for s, with the security settings:
+// no network, read-only root, no-new-privileges,
 // every capability dropped, pids, memory equal to memory+swap, CPU quota,
 // a non-root user; plus the project's seccomp profile and size-capped
 // tmpfs for /workspace, /tmp and /dev/shm.

@@ -4,7 +4,7 @@
 //
 // # Containers
 //
-// Every container has spec 000's SECURITY_CONFIG: no network, a read-only
+// Every container has the same security settings: no network, a read-only
 // root, no-new-privileges, every capability dropped, a pids limit, memory
 // equal to memory+swap (no swap), a CFS period and quota, and a non-root
 // user (Options.User). On top of it: a seccomp profile generated from the
@@ -23,8 +23,8 @@
 // A spec does not name its language; the backend recognises it by its
 // program (a toolchain path such as /usr/bin/python3.11 or /opt/jdk/bin/java)
 // or, for a compiled program, by the language environment it carries, and
-// runs it in that language's image from the language table: spec 000's
-// DEFAULT_IMAGES by default, languages.<id>.image in the configuration.
+// runs it in that language's image from the language table (the recipes'
+// images by default, languages.<id>.image in the configuration).
 // Images are pulled according to the pull policy (always, if_not_present,
 // never); a missing image is an ErrSetup error naming it. The images that
 // scripts/build-images.sh makes from Debian packages hold each toolchain at

@@ -231,8 +231,7 @@ func (b *Backend) ImageFor(id string) string {
 	return ref
 }
 
-// CheckAvailable reports whether the engine answers (spec 004's
-// check_docker_available): nil when it does.
+// CheckAvailable reports whether the engine answers: nil when it does.
 func (b *Backend) CheckAvailable(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -243,7 +242,8 @@ func (b *Backend) CheckAvailable(ctx context.Context) error {
 }
 
 // CheckAvailable reports whether a Docker engine answers at host (empty:
-// DOCKER_HOST or the local socket), as spec 004's check_docker_available.
+// DOCKER_HOST or the local socket), as the Go API's CheckDockerAvailable
+// reports.
 func CheckAvailable(ctx context.Context, host string) bool {
 	b, err := New(Options{Host: host})
 	if err != nil {

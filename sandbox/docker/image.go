@@ -30,8 +30,8 @@ const (
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
 // images maps a spec to the image of its language. The language table's
-// recipes name each language's image (spec 000's DEFAULT_IMAGES by
-// default, the configuration's languages.<id>.image otherwise); a spec
+// recipes name each language's image (the configuration's
+// languages.<id>.image overrides it); a spec
 // does not name its language, so it is recognised by its program.
 type images struct {
 	langs []langImage
