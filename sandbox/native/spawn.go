@@ -122,8 +122,45 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
 	}
 	child, parent = append(child, w), append(parent, r)
-	var proc *os.Process
-	release := func() {}
+	proc, release, err := b.startInit(child)
+	if err != nil {
+		return nil, err
+	}
+	s := &started{
+		proc:    proc,
+		waited:  make(chan *os.ProcessState, 1),
+		group:   group,
+		limits:  limits,
+		tmpSize: recent.TmpSize, workspaceSize: recent.WorkspaceSize,
+		stdin: parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
+	}
+	go func() {
+		st, _ := proc.Wait()
+		release()
+		s.waited <- st
+	}()
+	if group != nil {
+		// The init waits for its setup before it does anything, so it
+		// joins its cgroup before any of its work is done.
+		if err := group.Add(proc.Pid); err != nil {
+			s.kill()
+			s.close()
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+	if err := b.sendFirstPhase(s, extra, recent); err != nil {
+		s.kill()
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// startInit starts the sandbox init with the descriptors child, in new
+// namespaces. release, called once the init has exited, gives back what
+// the start took.
+func (b *Backend) startInit(child []*os.File) (proc *os.Process, release func(), err error) {
+	release = func() {}
 	start := func() (err error) {
 		proc, err = os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
 			Dir:   "/",
@@ -151,46 +188,27 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		err = start()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
+		return nil, nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
 	}
-	s := &started{
-		proc:    proc,
-		waited:  make(chan *os.ProcessState, 1),
-		group:   group,
-		limits:  limits,
-		tmpSize: recent.TmpSize, workspaceSize: recent.WorkspaceSize,
-		stdin: parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
-	}
-	go func() {
-		st, _ := proc.Wait()
-		release()
-		s.waited <- st
-	}()
-	if group != nil {
-		// The init waits for its setup before it does anything, so it
-		// joins its cgroup before any of its work is done.
-		if err := group.Add(proc.Pid); err != nil {
-			s.kill()
-			s.close()
-			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-		}
-	}
+	return proc, release, nil
+}
+
+// sendFirstPhase sends s its first phase (firstPhase), with, as root, the
+// bind sources the init's host user cannot reach, opened in its copy of
+// the host's tree.
+func (b *Backend) sendFirstPhase(s *started, extra []string, recent sandbox.Limits) error {
 	var give func(string) (*os.File, error)
 	if b.privileged {
-		root, err := os.OpenFile(fmt.Sprintf("/proc/%d/root", proc.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		root, err := os.OpenFile(fmt.Sprintf("/proc/%d/root", s.proc.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			s.kill()
-			s.close()
-			return nil, fmt.Errorf("%w: unable to open the sandbox's root: %w", sandbox.ErrSetup, err)
+			return fmt.Errorf("%w: unable to open the sandbox's root: %w", sandbox.ErrSetup, err)
 		}
 		defer root.Close()
 		give = func(src string) (*os.File, error) { return openIn(root, src) }
 	}
 	first, opened, given, err := b.firstPhase(extra, recent, give)
 	if err != nil {
-		s.kill()
-		s.close()
-		return nil, err
+		return err
 	}
 	s.opened = opened
 	if len(given) == 0 {
@@ -202,11 +220,9 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		}
 	}
 	if err != nil {
-		s.kill()
-		s.close()
-		return nil, fmt.Errorf("%w: unable to send the sandbox's first phase: %w", sandbox.ErrSetup, err)
+		return fmt.Errorf("%w: unable to send the sandbox's first phase: %w", sandbox.ErrSetup, err)
 	}
-	return s, nil
+	return nil
 }
 
 // openIn opens src (O_PATH) as the init's copy of the host's tree has it:
