@@ -19,7 +19,9 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/session"
 
-	// The native backend is built in, so that "auto" finds it.
+	// The native backend is built in, so that "auto" finds it; docker.go's
+	// import registers the docker backend too. Besides cmd/coderunner, this
+	// package is the only one that registers backends.
 	_ "github.com/coderunner/coderunner/sandbox/native"
 )
 

@@ -2,6 +2,8 @@
 // code: the functions of the Code Execution Sandbox API (spec 004) and the
 // judge of CodeRunner (spec 000), in Go form, with a context first.
 //
+// The package builds on Linux only, as do the sandbox backends it opens.
+//
 // # Running code
 //
 // ExecuteCode runs a program and returns its Result, whose JSON is the

@@ -52,9 +52,6 @@ func OpenPersistent(opts Options) (*PersistentStore, error) {
 	return p, nil
 }
 
-// Dir returns the directory that holds the sessions.
-func (p *PersistentStore) Dir() string { return p.opts.Dir }
-
 // PersistentLease is the right to run one call in a session of a
 // PersistentStore. Release it when the call is over.
 type PersistentLease struct {
@@ -66,9 +63,6 @@ type PersistentLease struct {
 // Dir is the host directory of the session's workspace, for
 // execute.Request.Workspace.
 func (l *PersistentLease) Dir() string { return filepath.Join(l.p.opts.Dir, l.id) }
-
-// ID is the session's id.
-func (l *PersistentLease) ID() string { return l.id }
 
 // Acquire waits until no other call, in this process or another, runs in
 // session id, then starts the session if it is new. It fails when the id
@@ -171,25 +165,6 @@ func (l *PersistentLease) unlock() {
 		_ = l.lock.Close() // closing releases the flock
 		l.lock = nil
 	}
-}
-
-// Delete ends session id and removes its workspace, after the call running
-// in it, if any.
-func (p *PersistentStore) Delete(ctx context.Context, id string) error {
-	if err := execute.ValidateSessionID(id); err != nil {
-		return err
-	}
-	if _, err := os.Lstat(p.lockPath(id)); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Lstat(filepath.Join(p.opts.Dir, id)); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
-	}
-	lock, err := p.lock(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	return p.remove(id)
 }
 
 // remove deletes the workspace and then the lock file of session id, whose

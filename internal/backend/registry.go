@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -29,15 +30,15 @@ var (
 	ErrNoBackend = errors.New("no sandbox backend works here")
 )
 
-// Options is what a Factory receives to build its backend.
+// Options is what Open and Reports build backends with.
 type Options struct {
-	// Logger receives the backend's logs. Open never passes nil: a nil
-	// Logger is replaced by one that discards everything.
+	// Logger receives the backends' logs. A nil Logger is replaced by one
+	// that discards everything.
 	Logger *slog.Logger
-	// Config is the loaded configuration (a *config.Config) or nil for the
-	// defaults. It is untyped so that this package does not depend on the
-	// configuration package; factories type-assert it.
-	Config any
+	// Config is the loaded configuration, or nil for the defaults. No
+	// factory sees it whole: each is handed its own section of it (see
+	// Module).
+	Config *config.Config
 	// TempDir is where a backend may create its temporary files and
 	// directories; empty means os.TempDir().
 	TempDir string
@@ -47,31 +48,57 @@ type Options struct {
 	Warm int
 }
 
-// Factory builds a backend. It fails when the backend cannot be set up at
-// all; a backend that was built but cannot run here says so through
-// sandbox.Prober.
-type Factory func(Options) (sandbox.Backend, error)
+// Env is what every factory receives besides its own section of the
+// configuration.
+type Env struct {
+	// Logger receives the backend's logs; never nil.
+	Logger *slog.Logger
+	// TempDir is where the backend may create its temporary files and
+	// directories; empty means os.TempDir().
+	TempDir string
+	// Warm is the number of sandboxes to start ahead of need (Options.Warm).
+	Warm int
+}
 
-// Registry maps backend names to factories. The zero value is not usable;
-// use NewRegistry. It is safe for concurrent use.
+// Module is a backend as it registers, the way Caddy modules do: its name,
+// the typed section of the configuration it reads, and its factory, which
+// the registry hands that section.
+type Module[S any] struct {
+	// Name is what users call the backend (backend.name, --backend).
+	Name string
+	// Section takes the backend's own section out of a loaded
+	// configuration. Nil means the backend has none. The factory is given
+	// the zero S when Section is nil or there is no configuration
+	// (Options.Config nil): the backend's defaults.
+	Section func(*config.Config) (S, error)
+	// New builds the backend. It fails when the backend cannot be set up
+	// at all; a backend that was built but cannot run here says so
+	// through sandbox.Prober.
+	New func(Env, S) (sandbox.Backend, error)
+}
+
+// factory builds a backend from the caller's options: it takes the
+// backend's section out of the configuration and calls the module's New.
+type factory func(Options) (sandbox.Backend, error)
+
+// Registry maps backend names to their modules. The zero value is not
+// usable; use NewRegistry. It is safe for concurrent use.
 type Registry struct {
 	mu        sync.RWMutex
-	factories map[string]Factory
+	factories map[string]factory
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory)}
+	return &Registry{factories: make(map[string]factory)}
 }
 
 // Default is the registry that backend packages register with from their
 // init functions.
 var Default = NewRegistry()
 
-// Register makes a backend available under name in the Default registry.
-// It panics on an empty or reserved name, a nil factory or a name
-// registered twice, since each is a programming error found at start-up.
-func Register(name string, f Factory) { Default.Register(name, f) }
+// Register makes a backend available in the Default registry; see Add.
+func Register[S any](m Module[S]) { Add(Default, m) }
 
 // Open builds the backend called name from the Default registry; see
 // (*Registry).Open.
@@ -79,23 +106,29 @@ func Open(ctx context.Context, name string, opts Options) (sandbox.Backend, erro
 	return Default.Open(ctx, name, opts)
 }
 
-// Names lists the backends of the Default registry, sorted.
-func Names() []string { return Default.Names() }
-
-// Reports probes every backend of the Default registry; see
-// (*Registry).Reports.
-func Reports(ctx context.Context, opts Options) []sandbox.Report {
-	return Default.Reports(ctx, opts)
+// Add makes a backend available in r under m.Name. It panics on an empty
+// or reserved name, a nil New or a name registered twice, since each is a
+// programming error found at start-up.
+func Add[S any](r *Registry, m Module[S]) {
+	if m.New == nil {
+		panic("backend: nil factory for " + m.Name)
+	}
+	r.add(m.Name, func(o Options) (sandbox.Backend, error) {
+		var s S
+		if o.Config != nil && m.Section != nil {
+			var err error
+			if s, err = m.Section(o.Config); err != nil {
+				return nil, err
+			}
+		}
+		return m.New(Env{Logger: o.Logger, TempDir: o.TempDir, Warm: o.Warm}, s)
+	})
 }
 
-// Register makes a backend available under name. It panics on an empty or
-// reserved name, a nil factory or a name registered twice.
-func (r *Registry) Register(name string, f Factory) {
+// add registers f under name; see Add.
+func (r *Registry) add(name string, f factory) {
 	if name == "" || name == Auto || strings.TrimSpace(name) != name {
 		panic(fmt.Sprintf("backend: invalid backend name %q", name))
-	}
-	if f == nil {
-		panic("backend: nil factory for " + name)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -117,7 +150,7 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-func (r *Registry) factory(name string) (Factory, bool) {
+func (r *Registry) factory(name string) (factory, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	f, ok := r.factories[name]
@@ -164,7 +197,7 @@ func (r *Registry) Open(ctx context.Context, name string, opts Options) (sandbox
 
 // try builds one backend and probes it. A backend refused after it was
 // built is closed if it holds resources.
-func (r *Registry) try(ctx context.Context, name string, f Factory, opts Options) (sandbox.Backend, error) {
+func (r *Registry) try(ctx context.Context, name string, f factory, opts Options) (sandbox.Backend, error) {
 	b, err := f(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

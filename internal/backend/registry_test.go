@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -38,11 +39,11 @@ func (p *prober) Probe(context.Context) sandbox.Report {
 	return sandbox.Report{Backend: p.name, Available: p.avail, Reason: p.reason}
 }
 
-// factoryFor returns a factory for a backend described by kind:
+// moduleFor returns a module for a backend described by kind:
 // "ok" (no prober), "up" (prober, available), "down" (prober, unavailable),
 // "fail" (factory error).
-func factoryFor(name, kind string, closed *int) Factory {
-	return func(Options) (sandbox.Backend, error) {
+func moduleFor(name, kind string, closed *int) Module[struct{}] {
+	return Module[struct{}]{Name: name, New: func(Env, struct{}) (sandbox.Backend, error) {
 		switch kind {
 		case "fail":
 			return nil, errors.New("cannot build " + name)
@@ -53,7 +54,7 @@ func factoryFor(name, kind string, closed *int) Factory {
 		default:
 			return &prober{fake{name: name, reason: name + " is down", closed: closed}}, nil
 		}
-	}
+	}}
 }
 
 func TestOpen(t *testing.T) {
@@ -92,7 +93,7 @@ func TestOpen(t *testing.T) {
 			r := NewRegistry()
 			closed := 0
 			for n, kind := range tt.backends {
-				r.Register(n, factoryFor(n, kind, &closed))
+				Add(r, moduleFor(n, kind, &closed))
 			}
 			b, err := r.Open(context.Background(), tt.open, Options{})
 			if tt.want != "" {
@@ -122,32 +123,62 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-func TestOpenPassesOptions(t *testing.T) {
+// TestOpenPassesSection checks that a factory is handed its own section of
+// the configuration (the zero one without a configuration) and the common
+// options, and that a section that cannot be made fails Open.
+func TestOpenPassesSection(t *testing.T) {
+	type section struct{ path string }
 	r := NewRegistry()
-	var got Options
-	r.Register("native", func(o Options) (sandbox.Backend, error) {
-		got = o
-		return &fake{name: "native"}, nil
+	var gotEnv Env
+	var gotSection section
+	Add(r, Module[section]{
+		Name: "bwrap",
+		Section: func(c *config.Config) (section, error) {
+			if c.Backend.BwrapPath == "/bad" {
+				return section{}, errors.New("bad section")
+			}
+			return section{path: c.Backend.BwrapPath}, nil
+		},
+		New: func(e Env, s section) (sandbox.Backend, error) {
+			gotEnv, gotSection = e, s
+			return &fake{name: "bwrap"}, nil
+		},
 	})
-	cfg := struct{ x int }{7}
-	if _, err := r.Open(context.Background(), "native", Options{Config: cfg, TempDir: "/var/tmp"}); err != nil {
+	cfg := config.Default()
+	cfg.Backend.BwrapPath = "/opt/bwrap"
+	if _, err := r.Open(context.Background(), "bwrap", Options{Config: cfg, TempDir: "/var/tmp", Warm: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if got.Logger == nil {
+	if gotEnv.Logger == nil {
 		t.Error("factory received a nil Logger")
 	}
-	if got.Config != cfg || got.TempDir != "/var/tmp" {
-		t.Errorf("factory received %+v", got)
+	if gotEnv.TempDir != "/var/tmp" || gotEnv.Warm != 3 {
+		t.Errorf("factory received %+v", gotEnv)
+	}
+	if gotSection.path != "/opt/bwrap" {
+		t.Errorf("factory received section %+v, want the configuration's path", gotSection)
+	}
+
+	if _, err := r.Open(context.Background(), "bwrap", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if gotSection != (section{}) {
+		t.Errorf("without a configuration the factory received %+v, want the zero section", gotSection)
+	}
+
+	cfg.Backend.BwrapPath = "/bad"
+	if _, err := r.Open(context.Background(), "bwrap", Options{Config: cfg}); err == nil || !strings.Contains(err.Error(), "bad section") {
+		t.Errorf("Open with a bad section: %v, want its error", err)
 	}
 }
 
 func TestReports(t *testing.T) {
 	r := NewRegistry()
 	closed := 0
-	r.Register("docker", factoryFor("docker", "down", &closed))
-	r.Register("zz", factoryFor("zz", "ok", &closed))
-	r.Register("native", factoryFor("native", "up", &closed))
-	r.Register("bwrap", factoryFor("bwrap", "fail", &closed))
+	Add(r, moduleFor("docker", "down", &closed))
+	Add(r, moduleFor("zz", "ok", &closed))
+	Add(r, moduleFor("native", "up", &closed))
+	Add(r, moduleFor("bwrap", "fail", &closed))
 
 	reps := r.Reports(context.Background(), Options{})
 	var names []string
@@ -175,11 +206,11 @@ func TestReports(t *testing.T) {
 }
 
 func TestRegisterPanics(t *testing.T) {
-	ok := factoryFor("x", "ok", nil)
+	ok := moduleFor("x", "ok", nil).New
 	tests := []struct {
 		name    string
 		regName string
-		f       Factory
+		f       func(Env, struct{}) (sandbox.Backend, error)
 	}{
 		{"empty name", "", ok},
 		{"auto", Auto, ok},
@@ -190,13 +221,13 @@ func TestRegisterPanics(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewRegistry()
-			r.Register("dup", ok)
+			Add(r, moduleFor("dup", "ok", nil))
 			defer func() {
 				if recover() == nil {
-					t.Errorf("Register(%q) did not panic", tt.regName)
+					t.Errorf("Add(%q) did not panic", tt.regName)
 				}
 			}()
-			r.Register(tt.regName, tt.f)
+			Add(r, Module[struct{}]{Name: tt.regName, New: tt.f})
 		})
 	}
 }
@@ -204,7 +235,7 @@ func TestRegisterPanics(t *testing.T) {
 func TestNamesSorted(t *testing.T) {
 	r := NewRegistry()
 	for _, n := range []string{"docker", "native", "bwrap"} {
-		r.Register(n, factoryFor(n, "ok", nil))
+		Add(r, moduleFor(n, "ok", nil))
 	}
 	if got, want := r.Names(), []string{"bwrap", "docker", "native"}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)

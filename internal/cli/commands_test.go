@@ -68,9 +68,10 @@ func TestDoctorText(t *testing.T) {
 func TestDoctorNoBackend(t *testing.T) {
 	ta := newApp(t, "")
 	ta.Registry = backend.NewRegistry()
-	ta.Registry.Register("native", func(backend.Options) (sandbox.Backend, error) {
-		return nil, errors.New("user namespaces are disabled")
-	})
+	backend.Add(ta.Registry, backend.Module[struct{}]{Name: "native",
+		New: func(backend.Env, struct{}) (sandbox.Backend, error) {
+			return nil, errors.New("user namespaces are disabled")
+		}})
 	if code := ta.run("doctor"); code != 1 {
 		t.Errorf("exit %d with no working backend, want 1", code)
 	}

@@ -41,7 +41,7 @@ func TestDockerWithoutConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg := backend.NewRegistry()
-			reg.Register("docker", docker.Open)
+			backend.Add(reg, docker.Module)
 			var out, errb bytes.Buffer
 			a := &cli.App{
 				Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Registry: reg,

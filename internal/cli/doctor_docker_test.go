@@ -37,7 +37,7 @@ func dockerDoctor(t *testing.T, config string) (info struct {
 		t.Fatal(err)
 	}
 	reg := backend.NewRegistry()
-	reg.Register("docker", docker.Open)
+	backend.Add(reg, docker.Module)
 	var out, errb bytes.Buffer
 	a := &cli.App{
 		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Registry: reg,

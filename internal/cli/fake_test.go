@@ -151,8 +151,10 @@ func newApp(t *testing.T, stdin string) *testApp {
 	t.Helper()
 	fake := &fakeBackend{}
 	r := backend.NewRegistry()
-	r.Register("native", func(backend.Options) (sandbox.Backend, error) { return fake, nil })
-	r.Register("docker", func(backend.Options) (sandbox.Backend, error) { return nil, errors.New("no docker socket") })
+	backend.Add(r, backend.Module[struct{}]{Name: "native",
+		New: func(backend.Env, struct{}) (sandbox.Backend, error) { return fake, nil }})
+	backend.Add(r, backend.Module[struct{}]{Name: "docker",
+		New: func(backend.Env, struct{}) (sandbox.Backend, error) { return nil, errors.New("no docker socket") }})
 	ta := &testApp{fake: fake, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
 	ta.App = App{
 		Stdin:     strings.NewReader(stdin),

@@ -410,3 +410,22 @@ func TestCompileLimitsSandbox(t *testing.T) {
 		t.Fatalf("Sandbox() = %+v, want %+v", got, want)
 	}
 }
+
+// EnvNames maps every key settable from the environment to the variables
+// that set it, the CODERUNNER_ name last.
+func EnvNames() map[string][]string {
+	out := map[string][]string{}
+	for _, l := range leaves(reflect.ValueOf(Default()).Elem(), "") {
+		var names []string
+		if n, ok := legacyEnv[l.key]; ok {
+			names = append(names, n)
+		}
+		out[l.key] = append(names, EnvName(l.key))
+	}
+	return out
+}
+
+// Parse is Load for a file's content already in memory.
+func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
+	return parse(data, env, nil)
+}

@@ -60,20 +60,6 @@ func EnvName(key string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// EnvNames maps every key settable from the environment to the variables
-// that set it, the CODERUNNER_ name last.
-func EnvNames() map[string][]string {
-	out := map[string][]string{}
-	for _, l := range leaves(reflect.ValueOf(Default()).Elem(), "") {
-		var names []string
-		if n, ok := legacyEnv[l.key]; ok {
-			names = append(names, n)
-		}
-		out[l.key] = append(names, EnvName(l.key))
-	}
-	return out
-}
-
 func applyEnv(c *Config, env func(string) (string, bool)) error {
 	ls := leaves(reflect.ValueOf(c).Elem(), "")
 	sort.SliceStable(ls, func(i, j int) bool { return ls[i].key < ls[j].key })

@@ -56,11 +56,6 @@ func readBounded(path string) ([]byte, error) {
 	return data, nil
 }
 
-// Parse is Load for a file's content already in memory.
-func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
-	return parse(data, env, nil)
-}
-
 func parse(data []byte, env func(string) (string, bool), images map[string]string) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv

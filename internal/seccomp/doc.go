@@ -8,7 +8,7 @@
 // (Program, ProgramFor), encoded with Marshal as the kernel's struct
 // sock_filter array, and handed to the backend's small C init, which sets
 // no_new_privs, loads it with seccomp(SECCOMP_SET_MODE_FILTER) and calls
-// execve. Install does the same from Go, for tests and Go callers.
+// execve. The kernel tests load it the same way from Go.
 //
 // # Policy
 //

@@ -206,10 +206,6 @@ func orElse(s, def string) string {
 	return def
 }
 
-// BaseMounts are the read-only host paths every program needs: /usr and
-// the merged-/usr links at the root (spec 002 FR-015: /usr, /lib, /bin).
-func BaseMounts() []sandbox.Mount { return sandbox.SystemMounts() }
-
 var errNoInfo = errors.New("bwrap exited before its sandbox was set up")
 
 // minVersion is the first bubblewrap with --json-status-fd, whose

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/bwrap"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
@@ -40,7 +41,7 @@ func TestConformance(t *testing.T) {
 	testutil.Require(t, cc != "", "gcc is needed to build the 32-bit syscall probe")
 	sandboxtest.Run(t, sandboxtest.Env{
 		Backend:   b,
-		Mounts:    bwrap.BaseMounts(),
+		Mounts:    sandbox.SystemMounts(),
 		CC:        cc,
 		Leftovers: leftovers,
 		// As root every sandbox has a bwrap uid of its own.

@@ -3,7 +3,7 @@ package bwrap_test
 import (
 	"testing"
 
-	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
+	"github.com/coderunner/coderunner/internal/judgetest"
 )
 
 // TestJudge judges Python and C programs through runner and judge on the

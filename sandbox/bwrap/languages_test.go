@@ -3,8 +3,8 @@ package bwrap_test
 import (
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/judgetest"
 	"github.com/coderunner/coderunner/lang"
-	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
 )
 
 // TestLanguages judges a program in every language of the default table

@@ -7,11 +7,11 @@ import (
 )
 
 func init() {
-	backend.Register("bwrap", func(o backend.Options) (sandbox.Backend, error) {
-		opts := Options{Logger: o.Logger}
-		if c, ok := o.Config.(*config.Config); ok && c != nil {
-			opts.Path = c.Backend.BwrapPath
-		}
-		return New(opts)
+	backend.Register(backend.Module[config.BwrapSection]{
+		Name:    "bwrap",
+		Section: (*config.Config).BwrapSection,
+		New: func(e backend.Env, s config.BwrapSection) (sandbox.Backend, error) {
+			return New(Options{Logger: e.Logger, Path: s.Path})
+		},
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/sandbox"
-	"github.com/coderunner/coderunner/sandbox/bwrap"
 )
 
 // TestPrivateToolchain mounts a toolchain that only root can reach, as
@@ -39,7 +38,7 @@ func TestPrivateToolchain(t *testing.T) {
 	for range 2 {
 		res, err := b.Run(context.Background(), &sandbox.Spec{
 			Args: []string{"/bin/cat", "/opt/tool/VERSION", "/etc/tool.conf"},
-			Mounts: append(bwrap.BaseMounts(),
+			Mounts: append(sandbox.SystemMounts(),
 				sandbox.Mount{Source: tool, Target: "/opt/tool"},
 				sandbox.Mount{Source: single, Target: "/etc/tool.conf"}),
 			Limits: sandbox.Limits{WallTime: 10 * time.Second},
@@ -68,7 +67,7 @@ func TestSetupErrorSaysWhy(t *testing.T) {
 	target := "/usr/share/coderunner-no-such-dir"
 	_, err := b.Run(context.Background(), &sandbox.Spec{
 		Args:   []string{"/bin/true"},
-		Mounts: append(bwrap.BaseMounts(), sandbox.Mount{Source: "/etc", Target: target}),
+		Mounts: append(sandbox.SystemMounts(), sandbox.Mount{Source: "/etc", Target: target}),
 		Limits: sandbox.Limits{WallTime: 10 * time.Second},
 	})
 	if !errors.Is(err, sandbox.ErrSetup) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/sandbox"
-	"github.com/coderunner/coderunner/sandbox/bwrap"
 )
 
 // TestSpoofedSetupError runs a program that prints what bwrap prints when
@@ -21,7 +20,7 @@ func TestSpoofedSetupError(t *testing.T) {
 	for _, code := range []string{"1", "0", "2"} {
 		res, err := b.Run(context.Background(), &sandbox.Spec{
 			Args:   []string{"/bin/sh", "-c", "echo \"$0\" >&2; exit " + code, msg},
-			Mounts: bwrap.BaseMounts(),
+			Mounts: sandbox.SystemMounts(),
 			Limits: sandbox.Limits{WallTime: 10 * time.Second},
 		})
 		if err != nil {
@@ -47,7 +46,7 @@ func TestExecFailureIsSetupError(t *testing.T) {
 	b := newBackend(t)
 	_, err := b.Run(context.Background(), &sandbox.Spec{
 		Args:   []string{"/no/such/program"},
-		Mounts: bwrap.BaseMounts(),
+		Mounts: sandbox.SystemMounts(),
 		Limits: sandbox.Limits{WallTime: 10 * time.Second},
 	})
 	if !errors.Is(err, sandbox.ErrSetup) {

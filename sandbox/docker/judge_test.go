@@ -3,8 +3,8 @@ package docker_test
 import (
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/judgetest"
 	"github.com/coderunner/coderunner/sandbox/docker"
-	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
 )
 
 // TestJudge judges Python and C programs through runner and judge on the

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/internal/judgetest"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox/docker"
-	"github.com/coderunner/coderunner/sandbox/internal/judgetest"
 )
 
 // imagesConfig is the configuration that points the docker backend at the

@@ -7,24 +7,22 @@ import (
 )
 
 func init() {
-	backend.Register("docker", Open)
+	backend.Register(Module)
 }
 
-// Open is the backend registry's factory of the docker backend: New with
-// the docker section and the language table of the configuration in
-// o.Config (a *config.Config), if any.
-func Open(o backend.Options) (sandbox.Backend, error) {
-	opts := Options{Logger: o.Logger}
-	if c, ok := o.Config.(*config.Config); ok && c != nil {
-		opts.Host = c.Docker.Host
-		opts.PullPolicy = c.Docker.PullPolicy
-		opts.User = c.Docker.User
-		opts.Reuse = c.Docker.ReuseContainers
-		t, err := c.LanguageTable()
-		if err != nil {
-			return nil, err
-		}
-		opts.Languages = t
-	}
-	return New(opts)
+// Module is the docker backend as the backend registry knows it: New with
+// the configuration's docker section and language table.
+var Module = backend.Module[config.DockerSection]{
+	Name:    "docker",
+	Section: (*config.Config).DockerSection,
+	New: func(e backend.Env, s config.DockerSection) (sandbox.Backend, error) {
+		return New(Options{
+			Logger:     e.Logger,
+			Host:       s.Host,
+			PullPolicy: s.PullPolicy,
+			User:       s.User,
+			Reuse:      s.ReuseContainers,
+			Languages:  s.Languages,
+		})
+	},
 }

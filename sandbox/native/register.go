@@ -6,7 +6,11 @@ import (
 )
 
 func init() {
-	backend.Register("native", func(o backend.Options) (sandbox.Backend, error) {
-		return New(Options{Logger: o.Logger, Warm: o.Warm})
+	// The native backend has no section of the configuration.
+	backend.Register(backend.Module[struct{}]{
+		Name: "native",
+		New: func(e backend.Env, _ struct{}) (sandbox.Backend, error) {
+			return New(Options{Logger: e.Logger, Warm: e.Warm})
+		},
 	})
 }

@@ -8,9 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Install loads prog into the calling process. It sets no_new_privs first,
-// which lets an unprivileged process install a filter and keeps a setuid
-// binary from running with privileges under a filter it did not expect.
+// Install loads prog into the calling process, as the native backend's C
+// init does, so that the kernel tests run the filter Go built. It sets
+// no_new_privs first, which lets an unprivileged process install a filter
+// and keeps a setuid binary from running with privileges under a filter it
+// did not expect.
 //
 // The filter is installed with SECCOMP_FILTER_FLAG_TSYNC, so every thread of
 // the process gets it: goroutines move between threads, and a filter on one

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package controlplane
-
-const openFlags = 0

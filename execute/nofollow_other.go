@@ -1,5 +1,0 @@
-//go:build !unix
-
-package execute
-
-const openFlags = 0
