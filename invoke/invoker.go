@@ -1,4 +1,4 @@
-package executor
+package invoke
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ var pythonWrapper []byte
 //go:embed wrappers/handler.js
 var javascriptWrapper []byte
 
-// wrapperDir holds the executor's own files in the workspace. It is hidden,
+// wrapperDir holds the invoker's own files in the workspace. It is hidden,
 // so never listed as artifacts.
 const wrapperDir = ".coderunner"
 
@@ -44,14 +44,14 @@ var DefaultLimits = sandbox.Limits{
 	OutputBytes: DefaultMaxOutputBytes,
 }
 
-// ErrShutdown is the cause an executor's caller gives the context of
+// ErrShutdown is the cause an invoker's caller gives the context of
 // runs it cancels because the service is stopping; those runs are
 // reported crashed.
 var ErrShutdown = errors.New("executor shutting down")
 
-// Options configures an Executor. The zero value is usable.
+// Options configures an Invoker. The zero value is usable.
 type Options struct {
-	// Logger receives the executor's logs; nil discards them.
+	// Logger receives the invoker's logs; nil discards them.
 	Logger *slog.Logger
 	// WorkDir is the host directory under which each run's workspace is
 	// made; empty means os.TempDir().
@@ -67,9 +67,9 @@ type Options struct {
 	NoTmpfs bool
 }
 
-// Executor runs spec 002 executions in one sandbox backend. It is safe for
-// concurrent use.
-type Executor struct {
+// Invoker runs the /execute service's executions in one sandbox backend.
+// It is safe for concurrent use.
+type Invoker struct {
 	backend sandbox.Backend
 	langs   *lang.Table
 	log     *slog.Logger
@@ -80,10 +80,10 @@ type Executor struct {
 	warnOnce sync.Once
 }
 
-// New returns an Executor that runs code in backend with the recipes of
+// New returns an Invoker that runs code in backend with the recipes of
 // langs.
-func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
-	e := &Executor{
+func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Invoker {
+	e := &Invoker{
 		backend: backend,
 		langs:   langs,
 		log:     opts.Logger,
@@ -110,7 +110,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 // Check makes sure workspaces can be made in WorkDir, so that a service
 // whose work directory is missing or read-only fails at start rather than
 // on every request.
-func (e *Executor) Check() error {
+func (e *Invoker) Check() error {
 	ws, err := os.MkdirTemp(e.workDir, "coderunner-check-")
 	if err != nil {
 		return fmt.Errorf("unable to make workspaces in %s: %w", e.workDir, err)
@@ -121,14 +121,14 @@ func (e *Executor) Check() error {
 	return nil
 }
 
-// Backend is the name of the sandbox backend the executor runs code in.
-func (e *Executor) Backend() string { return e.backend.Name() }
+// Backend is the name of the sandbox backend the invoker runs code in.
+func (e *Invoker) Backend() string { return e.backend.Name() }
 
 // Run executes a request that DecodeRequest accepted. It always returns a
 // result: whatever happens, a failing sandbox included, is in its status.
 // When ctx is cancelled the program is killed and the result is crashed,
 // its error naming the cancellation's cause.
-func (e *Executor) Run(ctx context.Context, req Request) *Result {
+func (e *Invoker) Run(ctx context.Context, req Request) *Result {
 	log := e.log.With("execution_id", req.ExecutionID)
 	start := time.Now()
 	res, err := e.run(ctx, req, log)
@@ -146,7 +146,7 @@ func (e *Executor) Run(ctx context.Context, req Request) *Result {
 }
 
 // run does the work of Run; an error means the sandbox failed.
-func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Result, error) {
+func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Result, error) {
 	l, err := e.langs.Lookup(req.Language)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Res
 }
 
 // verdict translates the sandbox's result into spec 002's.
-func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *slog.Logger) *Result {
+func (e *Invoker) verdict(req Request, sr *sandbox.Result, nonce string, log *slog.Logger) *Result {
 	stdout := sr.Stdout
 	var b *block
 	if nonce != "" {
@@ -295,7 +295,7 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 	return res
 }
 
-// workspacePrefix starts the names of the workspaces the executor makes.
+// workspacePrefix starts the names of the workspaces the invoker makes.
 const workspacePrefix = "coderunner-exec-"
 
 // workspace makes a fresh host directory for one run: a tmpfs capped at
@@ -304,7 +304,7 @@ const workspacePrefix = "coderunner-exec-"
 // can be mounted (not root), the run gets the sandbox's private workspace,
 // which the backend caps in the sandbox's own namespaces: ws is empty and
 // the run lists no artifacts (a warning is logged once).
-func (e *Executor) workspace(log *slog.Logger) (ws string, release func(), err error) {
+func (e *Invoker) workspace(log *slog.Logger) (ws string, release func(), err error) {
 	d, err := capws.New(e.workDir, workspacePrefix, e.limits.WorkspaceSize, 0)
 	if errors.Is(err, capws.ErrUnsupported) {
 		e.warnOnce.Do(func() {
