@@ -323,7 +323,7 @@ func (e *Executor) runWorkspaceSize() int64 {
 func (e *Executor) spec(l *lang.Language, args []string, ws string, limits sandbox.Limits) *sandbox.Spec {
 	return &sandbox.Spec{
 		Args:           args,
-		Env:            Environment(l.Env),
+		Env:            lang.Environment(l.Env),
 		Dir:            sandbox.WorkspaceDir,
 		Mounts:         slices.Clone(l.Mounts),
 		Workspace:      ws,

@@ -386,25 +386,6 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
-func TestEnvironment(t *testing.T) {
-	tests := []struct {
-		recipe []string
-		want   []string
-	}{
-		{nil, BaseEnvironment},
-		{[]string{"PATH=/opt/go/bin:/usr/bin", "GOCACHE=/tmp/go", "bad", "=x"},
-			[]string{"PATH=/opt/go/bin:/usr/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "GOCACHE=/tmp/go"}},
-	}
-	for _, tt := range tests {
-		if got := Environment(tt.recipe); !slices.Equal(got, tt.want) {
-			t.Errorf("Environment(%q) = %q, want %q", tt.recipe, got, tt.want)
-		}
-	}
-	if &Environment(nil)[0] == &BaseEnvironment[0] {
-		t.Error("Environment shares BaseEnvironment's array")
-	}
-}
-
 func TestValidateSessionID(t *testing.T) {
 	for _, id := range []string{"a", "A-b_9", strings.Repeat("z", 64)} {
 		if err := ValidateSessionID(id); err != nil {

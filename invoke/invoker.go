@@ -184,7 +184,7 @@ func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Resu
 	limits.CPUTime = req.Duration()
 	spec := &sandbox.Spec{
 		Args:      args,
-		Env:       execute.Environment(l.Env),
+		Env:       lang.Environment(l.Env),
 		Dir:       sandbox.WorkspaceDir,
 		Mounts:    slices.Clone(l.Mounts),
 		Workspace: ws,

@@ -49,7 +49,7 @@ func (r *Runner) newStep(l *lang.Language, version, source, class, code string) 
 		version: version,
 		where:   r.environment(l),
 		args:    l.CompileArgs(vars),
-		env:     environment(l.Env, tunings[l.ID].compileEnv),
+		env:     lang.Environment(l.Env, tunings[l.ID].compileEnv),
 		source:  source,
 		code:    code,
 	}

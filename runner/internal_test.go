@@ -179,17 +179,6 @@ func FuzzBound(f *testing.F) {
 	})
 }
 
-func TestEnvironment(t *testing.T) {
-	got := environment([]string{"PATH=/opt/go/bin:/usr/bin", "GOCACHE=/tmp/gocache", "junk"}, []string{"GOCACHE=/workspace/.gocache"})
-	want := []string{
-		"PATH=/opt/go/bin:/usr/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
-		"GOCACHE=/workspace/.gocache",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("environment = %q, want %q", got, want)
-	}
-}
-
 func TestJVMHeap(t *testing.T) {
 	for _, c := range []struct{ mem, heap int }{{16, 8}, {48, 8}, {64, 24}, {128, 88}, {256, 204}, {1024, 819}} {
 		if got := jvmHeapMB(c.mem); got != c.heap {

@@ -108,7 +108,7 @@ func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 	}
 	memMB := int(eff.Memory / sandbox.MiB)
 	spec := &sandbox.Spec{
-		Env:    environment(l.Env),
+		Env:    lang.Environment(l.Env),
 		Dir:    sandbox.WorkspaceDir,
 		Mounts: slices.Clone(l.Mounts),
 		Limits: limits,
