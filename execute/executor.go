@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -30,21 +30,6 @@ const (
 // sampled for ResourceUsage.
 const DefaultSampleInterval = 50 * time.Millisecond
 
-// DefaultCompileLimits bound the compile step of compiled languages (the
-// contract's 30 s and 512 MB). Compilers get more processes, open files and
-// /tmp than programs: gcc forks cc1, as and ld; javac and go build run many
-// threads and write large temporary files. Their CPU bandwidth is set by
-// New from the machine's cores.
-var DefaultCompileLimits = sandbox.Limits{
-	WallTime:    30 * time.Second,
-	CPUTime:     30 * time.Second,
-	Memory:      512 * sandbox.MiB,
-	Processes:   128,
-	OutputBytes: 1 << 20,
-	OpenFiles:   1024,
-	TmpSize:     256 * sandbox.MiB,
-}
-
 // Options configures an Executor. The zero value is usable.
 type Options struct {
 	// Logger receives debug logs of each execution; nil discards them.
@@ -56,7 +41,7 @@ type Options struct {
 	// DefaultSampleInterval.
 	SampleInterval time.Duration
 	// CompileLimits bound the compile step; zero fields take
-	// DefaultCompileLimits, then sandbox.DefaultLimits.
+	// runner.DefaultCompileLimits (see runner.CompileLimits).
 	CompileLimits sandbox.Limits
 	// SandboxLimits holds the limits a request does not name: FileSize,
 	// OpenFiles, WorkspaceSize and TmpSize of the run. Zero fields take
@@ -130,13 +115,11 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.sampleInterval == 0 {
 		e.sampleInterval = DefaultSampleInterval
 	}
-	cl := DefaultCompileLimits
-	cl.CPUs = float64(min(2, runtime.NumCPU()))
 	sl := opts.SandboxLimits
 	e.sandboxLimits = sandbox.Limits{FileSize: sl.FileSize, OpenFiles: sl.OpenFiles,
 		WorkspaceSize: sl.WorkspaceSize, TmpSize: sl.TmpSize}
-	cl.WorkspaceSize = sl.WorkspaceSize
-	e.compileLimits = cl.Overlay(opts.CompileLimits).WithDefaults()
+	// The compile step shares the run's workspace, so it has its size.
+	e.compileLimits = runner.CompileLimits(sandbox.Limits{WorkspaceSize: sl.WorkspaceSize}.Overlay(opts.CompileLimits))
 	return e
 }
 

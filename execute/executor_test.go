@@ -225,7 +225,7 @@ func TestCompiled(t *testing.T) {
 		t.Errorf("workspace at run start %v", fb.seen[1])
 	}
 	cl := c.Limits
-	if cl.WallTime != 30*time.Second || cl.Memory != 512<<20 || cl.Processes != 128 {
+	if cl.WallTime != 30*time.Second || cl.Memory != 512<<20 || cl.Processes != 256 {
 		t.Errorf("compile limits %+v", cl)
 	}
 	if r.Limits.WallTime != 3*time.Second || r.Limits.Memory != 64<<20 {
