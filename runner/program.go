@@ -101,17 +101,12 @@ func (p *Program) Spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 
 func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 	l := p.lang
-	t := tunings[l.ID]
-	eff := limits.WithDefaults()
-	if t.minProcesses > eff.Processes {
-		limits.Processes = t.minProcesses
-	}
-	memMB := int(eff.Memory / sandbox.MiB)
+	memMB := int(limits.WithDefaults().Memory / sandbox.MiB)
 	spec := &sandbox.Spec{
 		Env:    lang.Environment(l.Env),
 		Dir:    sandbox.WorkspaceDir,
 		Mounts: slices.Clone(l.Mounts),
-		Limits: limits,
+		Limits: l.RunLimits(limits),
 	}
 	vars := lang.Vars{Class: p.class, MemoryMB: memMB}
 	if p.entry != nil {
@@ -124,7 +119,7 @@ func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 		vars.Source = path.Join(sandbox.WorkspaceDir, p.source)
 		spec.Files = []sandbox.File{{Path: p.source, Content: p.code, Mode: 0o644}}
 	}
-	spec.Args = t.tuneArgs(l.RunArgs(vars), memMB)
+	spec.Args = l.RunArgs(vars)
 	if len(stdin) > 0 {
 		spec.Stdin = bytes.NewReader(stdin)
 	}
