@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -82,6 +80,7 @@ type Request struct {
 type Executor struct {
 	backend        sandbox.Backend
 	langs          *lang.Table
+	build          *runner.Builder
 	log            *slog.Logger
 	tempDir        string
 	sampleInterval time.Duration
@@ -119,7 +118,11 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	e.sandboxLimits = sandbox.Limits{FileSize: sl.FileSize, OpenFiles: sl.OpenFiles,
 		WorkspaceSize: sl.WorkspaceSize, TmpSize: sl.TmpSize}
 	// The compile step shares the run's workspace, so it has its size.
-	e.compileLimits = runner.CompileLimits(sandbox.Limits{WorkspaceSize: sl.WorkspaceSize}.Overlay(opts.CompileLimits))
+	e.build = runner.NewBuilder(backend, langs, runner.BuilderOptions{
+		CompileLimits: sandbox.Limits{WorkspaceSize: sl.WorkspaceSize}.Overlay(opts.CompileLimits),
+		Logger:        e.log,
+	})
+	e.compileLimits = e.build.CompileLimits()
 	return e
 }
 
@@ -184,12 +187,12 @@ func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, error) {
 	return limits, l, nil
 }
 
-// execute compiles when needed and runs the program, filling res. An error
-// means the sandbox could not do its part.
+// execute builds the program (compiling it when the language is
+// compiled) and runs it, filling res. An error means the sandbox could not
+// do its part.
 func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, limits ExecutionLimits, res *Result) error {
-	tc := l.Discover(ctx)
-	if !tc.Available {
-		return fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	if err := e.build.Check(ctx, l); err != nil {
+		return err
 	}
 
 	ws := req.Workspace
@@ -208,50 +211,39 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		}
 	}
 
-	source := l.SourceName(req.Code)
-	vars := lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)}
-	if l.NeedsClass() {
-		vars.Class = lang.JavaClass(req.Code)
+	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws, SampleInterval: e.sampleInterval})
+	if err != nil {
+		return err
 	}
-	files := []sandbox.File{{Path: source, Content: []byte(req.Code), Mode: 0o644}}
-
-	if l.Compiled {
-		cl := e.compileLimits
-		vars.MemoryMB = int(cl.Memory / sandbox.MiB)
-		spec := e.spec(l, l.CompileArgs(vars), ws, cl)
-		spec.Files = files
-		cr, err := e.backend.Run(ctx, spec)
-		if err != nil {
-			return fmt.Errorf("compile step: %w", err)
-		}
-		if cr.Status != sandbox.StatusOK {
-			e.compileFailed(res, cr, req.Stderr)
-			return nil
-		}
-		files = nil
+	if prog == nil {
+		e.compileFailed(res, cr, req.Stderr)
+		return nil
+	}
+	defer func() { _ = prog.Close() }()
+	if cr != nil {
 		res.Warnings = append(res.Warnings, cr.Warnings...)
 	}
+
+	var stdin []byte
+	if req.Stdin != "" {
+		stdin = []byte(req.Stdin)
+	}
+	spec := prog.Spec(stdin, e.sandboxLimits.Overlay(limits.sandboxLimits()).WithDefaults())
+	spec.SampleInterval = e.sampleInterval
+	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
 
 	// Everything in the workspace before the run is the executor's own
 	// (the source, the compiled program), never an artifact.
 	own := map[string]bool{}
 	if ws != "" {
-		var err error
 		if own, err = listFiles(ws); err != nil {
 			return err
 		}
 	}
-	for _, f := range files {
+	for _, f := range spec.Files {
 		own[f.Path] = true
 	}
 
-	vars.MemoryMB = limits.MemoryLimit
-	spec := e.spec(l, l.RunArgs(vars), ws, e.sandboxLimits.Overlay(limits.sandboxLimits()).WithDefaults())
-	spec.Files = files
-	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
-	if req.Stdin != "" {
-		spec.Stdin = strings.NewReader(req.Stdin)
-	}
 	sr, err := e.backend.Run(ctx, spec)
 	if err != nil {
 		return err
@@ -300,19 +292,6 @@ var newWorkspace = capws.New
 // runWorkspaceSize is the workspace cap of a run.
 func (e *Executor) runWorkspaceSize() int64 {
 	return e.sandboxLimits.WithDefaults().WorkspaceSize
-}
-
-// spec builds the sandbox spec of one step.
-func (e *Executor) spec(l *lang.Language, args []string, ws string, limits sandbox.Limits) *sandbox.Spec {
-	return &sandbox.Spec{
-		Args:           args,
-		Env:            lang.Environment(l.Env),
-		Dir:            sandbox.WorkspaceDir,
-		Mounts:         slices.Clone(l.Mounts),
-		Workspace:      ws,
-		Limits:         limits,
-		SampleInterval: e.sampleInterval,
-	}
 }
 
 // verdict translates the backend's result of the run step into res.

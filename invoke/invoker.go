@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -72,6 +72,7 @@ type Options struct {
 type Invoker struct {
 	backend sandbox.Backend
 	langs   *lang.Table
+	build   *runner.Builder
 	log     *slog.Logger
 	workDir string
 	limits  sandbox.Limits
@@ -104,6 +105,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Invoker {
 		}
 	}
 	e.limits = DefaultLimits.Overlay(opts.Limits).WithDefaults()
+	e.build = runner.NewBuilder(backend, langs, runner.BuilderOptions{Logger: e.log})
 	return e
 }
 
@@ -151,8 +153,8 @@ func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	if tc := l.Discover(ctx); !tc.Available {
-		return nil, fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	if err := e.build.Check(ctx, l); err != nil {
+		return nil, err
 	}
 
 	ws, release, err := e.workspace(log)
@@ -161,19 +163,18 @@ func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Resu
 	}
 	defer release()
 
-	source := l.SourceName(req.Code)
-	files := []sandbox.File{{Path: source, Content: []byte(req.Code), Mode: 0o644}}
-	args := l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)})
+	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws})
+	if err != nil {
+		return nil, err
+	}
+	if prog == nil {
+		return nil, fmt.Errorf("compile step: compiler status %s", cr.Status)
+	}
+	defer func() { _ = prog.Close() }()
+
 	var stdin []byte
 	var nonce string
 	if req.usesHandler() {
-		wrapper, name := pythonWrapper, "wrapper.py"
-		if l.ID == "javascript" {
-			wrapper, name = javascriptWrapper, "wrapper.js"
-		}
-		rel := path.Join(wrapperDir, name)
-		files = append(files, sandbox.File{Path: rel, Content: wrapper, Mode: 0o644})
-		args = append(l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, rel)}), path.Join(sandbox.WorkspaceDir, source))
 		nonce = e.nonce()
 		stdin = header(nonce, req.Event)
 	}
@@ -182,17 +183,17 @@ func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Resu
 	limits := e.limits
 	limits.WallTime = req.Duration()
 	limits.CPUTime = req.Duration()
-	spec := &sandbox.Spec{
-		Args:      args,
-		Env:       lang.Environment(l.Env),
-		Dir:       sandbox.WorkspaceDir,
-		Mounts:    slices.Clone(l.Mounts),
-		Workspace: ws,
-		Files:     files,
-		Limits:    limits,
-	}
-	if len(stdin) > 0 {
-		spec.Stdin = bytes.NewReader(stdin)
+	spec := prog.Spec(stdin, limits)
+	source := l.SourceName(req.Code)
+	if req.usesHandler() {
+		// The wrapper is the program; it loads the code from its source.
+		wrapper, name := pythonWrapper, "wrapper.py"
+		if l.ID == "javascript" {
+			wrapper, name = javascriptWrapper, "wrapper.js"
+		}
+		rel := path.Join(wrapperDir, name)
+		spec.Files = append(spec.Files, sandbox.File{Path: rel, Content: wrapper, Mode: 0o644})
+		spec.Args = append(l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, rel)}), prog.Source())
 	}
 	sr, err := e.backend.Run(ctx, spec)
 	if err != nil {

@@ -1,6 +1,9 @@
-// Package runner is the judge's engine on a real sandbox backend: it
-// prepares programs of every language of the language table (package
-// lang) and runs them in a sandbox.Backend.
+// Package runner is the one build-and-program layer of coderunner: every
+// front end (the judge, execute's single runs, invoke's executions) has it
+// compile and run programs of every language of the language table
+// (package lang) in a sandbox.Backend. Builder.Build compiles into the
+// caller's workspace without a cache; Runner, the judge's engine, adds the
+// compile cache described below.
 //
 // Prepare looks the language up, makes sure its toolchain is there, and,
 // for a compiled language, compiles the code in the sandbox: no network,

@@ -82,14 +82,10 @@ type Options struct {
 // use by several goroutines and, through its cache directory, several
 // processes.
 type Runner struct {
-	backend       sandbox.Backend
-	langs         *lang.Table
-	log           *slog.Logger
-	cache         *cache
-	compileLimits sandbox.Limits
-	perTest       bool
-	flights       flightGroup
-	seeds         seedGroup
+	*Builder
+	cache   *cache
+	flights flightGroup
+	seeds   seedGroup
 }
 
 var _ judge.Engine = (*Runner)(nil)
@@ -104,11 +100,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) (*Runner, err
 	if langs == nil {
 		return nil, errors.New("runner: no language table")
 	}
-	r := &Runner{backend: backend, langs: langs, log: opts.Logger, perTest: opts.SandboxPerTest}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
-	r.compileLimits = CompileLimits(opts.CompileLimits)
+	r := &Runner{Builder: NewBuilder(backend, langs, BuilderOptions{CompileLimits: opts.CompileLimits, Logger: opts.Logger, SandboxPerTest: opts.SandboxPerTest})}
 	if err := r.compileLimits.Validate(); err != nil {
 		return nil, fmt.Errorf("runner: compile limits: %w", err)
 	}
@@ -150,9 +142,6 @@ func defaultCacheDir() (string, error) {
 // CacheDir returns the directory of the compile cache.
 func (r *Runner) CacheDir() string { return r.cache.dir }
 
-// CompileLimits returns the limits every compile step runs with.
-func (r *Runner) CompileLimits() sandbox.Limits { return r.compileLimits }
-
 // Prepare makes code ready to run; see judge.Engine. An unknown language
 // is an error wrapping judge.ErrUnsupportedLanguage (and
 // lang.ErrUnknownLanguage) that lists the known ids; a language whose
@@ -181,18 +170,10 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 		return nil, fmt.Errorf("%w: %w", judge.ErrUnsupportedLanguage, err)
 	}
 	tc := l.Discover(ctx)
-	if !tc.Available {
-		return nil, fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	if err := r.Check(ctx, l); err != nil {
+		return nil, err
 	}
-	p := &Program{
-		r:        r,
-		lang:     l,
-		language: language,
-		source:   l.SourceName(code),
-	}
-	if l.NeedsClass() {
-		p.class = lang.JavaClass(code)
-	}
+	p := r.newProgram(l, language, code)
 	if !l.Compiled {
 		p.code = []byte(code)
 		p.openSeries()
