@@ -3,13 +3,14 @@
 // optional standard input and ExecutionLimits go in; a Result whose JSON is
 // the contract's execute_with_limits object comes out.
 //
-// An Executor owns no isolation of its own. It turns a Request into a
-// sandbox.Spec using the recipe of the language table, compiles first when
-// the language is compiled, runs the program in a sandbox.Backend and
-// translates the backend's verdict into the status vocabulary of the API
-// ("success", "timeout", "execution_error", "setup_error"). As everywhere
-// in coderunner, a verdict is not an error: Execute returns an error only
-// for a request it refuses (empty code, unknown language, invalid limits or
-// session id); everything that happens to an accepted request, including a
-// failing sandbox, is in the Result.
+// An Executor owns no isolation of its own. It validates a Request, makes
+// the run's workspace, has runner.Builder build the program there (which
+// compiles first in the sandbox when the language is compiled, and gives
+// the sandbox.Spec of a run from the language table), runs it in a
+// sandbox.Backend and translates the backend's verdict into the status
+// vocabulary of the API ("success", "timeout", "execution_error",
+// "setup_error"). As everywhere in coderunner, a verdict is not an error:
+// Execute returns an error only for a request it refuses (empty code,
+// unknown language, invalid limits or session id); everything that happens
+// to an accepted request, including a failing sandbox, is in the Result.
 package execute

@@ -7,15 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path"
-	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -30,21 +28,6 @@ const (
 // sampled for ResourceUsage.
 const DefaultSampleInterval = 50 * time.Millisecond
 
-// DefaultCompileLimits bound the compile step of compiled languages (the
-// contract's 30 s and 512 MB). Compilers get more processes, open files and
-// /tmp than programs: gcc forks cc1, as and ld; javac and go build run many
-// threads and write large temporary files. Their CPU bandwidth is set by
-// New from the machine's cores.
-var DefaultCompileLimits = sandbox.Limits{
-	WallTime:    30 * time.Second,
-	CPUTime:     30 * time.Second,
-	Memory:      512 * sandbox.MiB,
-	Processes:   128,
-	OutputBytes: 1 << 20,
-	OpenFiles:   1024,
-	TmpSize:     256 * sandbox.MiB,
-}
-
 // Options configures an Executor. The zero value is usable.
 type Options struct {
 	// Logger receives debug logs of each execution; nil discards them.
@@ -56,7 +39,7 @@ type Options struct {
 	// DefaultSampleInterval.
 	SampleInterval time.Duration
 	// CompileLimits bound the compile step; zero fields take
-	// DefaultCompileLimits, then sandbox.DefaultLimits.
+	// runner.DefaultCompileLimits (see runner.CompileLimits).
 	CompileLimits sandbox.Limits
 	// SandboxLimits holds the limits a request does not name: FileSize,
 	// OpenFiles, WorkspaceSize and TmpSize of the run. Zero fields take
@@ -97,6 +80,7 @@ type Request struct {
 type Executor struct {
 	backend        sandbox.Backend
 	langs          *lang.Table
+	build          *runner.Builder
 	log            *slog.Logger
 	tempDir        string
 	sampleInterval time.Duration
@@ -130,13 +114,15 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.sampleInterval == 0 {
 		e.sampleInterval = DefaultSampleInterval
 	}
-	cl := DefaultCompileLimits
-	cl.CPUs = float64(min(2, runtime.NumCPU()))
 	sl := opts.SandboxLimits
 	e.sandboxLimits = sandbox.Limits{FileSize: sl.FileSize, OpenFiles: sl.OpenFiles,
 		WorkspaceSize: sl.WorkspaceSize, TmpSize: sl.TmpSize}
-	cl.WorkspaceSize = sl.WorkspaceSize
-	e.compileLimits = cl.Overlay(opts.CompileLimits).WithDefaults()
+	// The compile step shares the run's workspace, so it has its size.
+	e.build = runner.NewBuilder(backend, langs, runner.BuilderOptions{
+		CompileLimits: sandbox.Limits{WorkspaceSize: sl.WorkspaceSize}.Overlay(opts.CompileLimits),
+		Logger:        e.log,
+	})
+	e.compileLimits = e.build.CompileLimits()
 	return e
 }
 
@@ -201,12 +187,12 @@ func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, error) {
 	return limits, l, nil
 }
 
-// execute compiles when needed and runs the program, filling res. An error
-// means the sandbox could not do its part.
+// execute builds the program (compiling it when the language is
+// compiled) and runs it, filling res. An error means the sandbox could not
+// do its part.
 func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, limits ExecutionLimits, res *Result) error {
-	tc := l.Discover(ctx)
-	if !tc.Available {
-		return fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	if err := e.build.Check(ctx, l); err != nil {
+		return err
 	}
 
 	ws := req.Workspace
@@ -225,50 +211,39 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		}
 	}
 
-	source := l.SourceName(req.Code)
-	vars := lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)}
-	if l.NeedsClass() {
-		vars.Class = lang.JavaClass(req.Code)
+	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws, SampleInterval: e.sampleInterval})
+	if err != nil {
+		return err
 	}
-	files := []sandbox.File{{Path: source, Content: []byte(req.Code), Mode: 0o644}}
-
-	if l.Compiled {
-		cl := e.compileLimits
-		vars.MemoryMB = int(cl.Memory / sandbox.MiB)
-		spec := e.spec(l, l.CompileArgs(vars), ws, cl)
-		spec.Files = files
-		cr, err := e.backend.Run(ctx, spec)
-		if err != nil {
-			return fmt.Errorf("compile step: %w", err)
-		}
-		if cr.Status != sandbox.StatusOK {
-			e.compileFailed(res, cr, req.Stderr)
-			return nil
-		}
-		files = nil
+	if prog == nil {
+		e.compileFailed(res, cr, req.Stderr)
+		return nil
+	}
+	defer func() { _ = prog.Close() }()
+	if cr != nil {
 		res.Warnings = append(res.Warnings, cr.Warnings...)
 	}
+
+	var stdin []byte
+	if req.Stdin != "" {
+		stdin = []byte(req.Stdin)
+	}
+	spec := prog.Spec(stdin, e.sandboxLimits.Overlay(limits.sandboxLimits()).WithDefaults())
+	spec.SampleInterval = e.sampleInterval
+	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
 
 	// Everything in the workspace before the run is the executor's own
 	// (the source, the compiled program), never an artifact.
 	own := map[string]bool{}
 	if ws != "" {
-		var err error
 		if own, err = listFiles(ws); err != nil {
 			return err
 		}
 	}
-	for _, f := range files {
+	for _, f := range spec.Files {
 		own[f.Path] = true
 	}
 
-	vars.MemoryMB = limits.MemoryLimit
-	spec := e.spec(l, l.RunArgs(vars), ws, e.sandboxLimits.Overlay(limits.sandboxLimits()).WithDefaults())
-	spec.Files = files
-	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
-	if req.Stdin != "" {
-		spec.Stdin = strings.NewReader(req.Stdin)
-	}
 	sr, err := e.backend.Run(ctx, spec)
 	if err != nil {
 		return err
@@ -317,19 +292,6 @@ var newWorkspace = capws.New
 // runWorkspaceSize is the workspace cap of a run.
 func (e *Executor) runWorkspaceSize() int64 {
 	return e.sandboxLimits.WithDefaults().WorkspaceSize
-}
-
-// spec builds the sandbox spec of one step.
-func (e *Executor) spec(l *lang.Language, args []string, ws string, limits sandbox.Limits) *sandbox.Spec {
-	return &sandbox.Spec{
-		Args:           args,
-		Env:            Environment(l.Env),
-		Dir:            sandbox.WorkspaceDir,
-		Mounts:         slices.Clone(l.Mounts),
-		Workspace:      ws,
-		Limits:         limits,
-		SampleInterval: e.sampleInterval,
-	}
 }
 
 // verdict translates the backend's result of the run step into res.

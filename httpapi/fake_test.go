@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
-	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 )
@@ -22,14 +22,14 @@ type fakeExecutor struct {
 	started chan string
 	hold    chan struct{}
 	panics  bool
-	runs    []executor.Request
+	runs    []invoke.Request
 }
 
 func newFakeExecutor() *fakeExecutor {
 	return &fakeExecutor{started: make(chan string, 100)}
 }
 
-func (f *fakeExecutor) Run(ctx context.Context, req executor.Request) *executor.Result {
+func (f *fakeExecutor) Run(ctx context.Context, req invoke.Request) *invoke.Result {
 	f.mu.Lock()
 	f.runs = append(f.runs, req)
 	hold, panics := f.hold, f.panics
@@ -42,11 +42,11 @@ func (f *fakeExecutor) Run(ctx context.Context, req executor.Request) *executor.
 		select {
 		case <-hold:
 		case <-ctx.Done():
-			return executor.CrashedResult(req.ExecutionID, "execution interrupted: "+context.Cause(ctx).Error())
+			return invoke.CrashedResult(req.ExecutionID, "execution interrupted: "+context.Cause(ctx).Error())
 		}
 	}
-	return &executor.Result{
-		ExecutionID: req.ExecutionID, Status: executor.StatusSuccess, Stdout: "hi\n",
+	return &invoke.Result{
+		ExecutionID: req.ExecutionID, Status: invoke.StatusSuccess, Stdout: "hi\n",
 		ReturnValue: json.RawMessage(`{"ok":true}`), Artifacts: []execute.Artifact{},
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
-	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/session"
@@ -62,13 +62,13 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, t *tracked) bo
 // to the shutdown) and its result goes to the control plane.
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
-	req, err := executor.DecodeRequest(body)
+	req, err := invoke.DecodeRequest(body)
 	if err != nil {
 		if s.tooLarge(w, r, body) {
 			return
 		}
 		status, code := http.StatusBadRequest, CodeBadRequest
-		if errors.Is(err, executor.ErrTooLarge) {
+		if errors.Is(err, invoke.ErrTooLarge) {
 			status, code = http.StatusRequestEntityTooLarge, CodePayloadTooLarge
 		}
 		writeError(w, r, status, code, err.Error())
@@ -92,7 +92,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		// Shut down while it waited: it is owed a result all the same.
-		res := executor.CrashedResult(req.ExecutionID, fmt.Sprintf("execution interrupted: %v", context.Cause(ctx)))
+		res := invoke.CrashedResult(req.ExecutionID, fmt.Sprintf("execution interrupted: %v", context.Cause(ctx)))
 		s.finishExecute(w, r, res, 0)
 		return
 	}
@@ -110,7 +110,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 // finishExecute counts, reports and answers one /execute result. The
 // result is handed to the reporter, which stores and sends it in the
 // background: the answer never waits for the control plane.
-func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *executor.Result, took time.Duration) {
+func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *invoke.Result, took time.Duration) {
 	s.metrics.finished("execute", string(res.Status), res.Reason, took)
 	if s.rep != nil {
 		if err := s.rep.Result(res.ExecutionID, res); err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/controlplane"
-	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/invoke"
 )
 
 // cpCall is one callback the fake control plane received.
@@ -244,7 +244,7 @@ func TestShutdown(t *testing.T) {
 	sv := serve(t, cp, nil)
 	sv.fe.hold = make(chan struct{})
 	type answer struct {
-		res executor.Result
+		res invoke.Result
 		err error
 	}
 	answers := make(chan answer, 2)
@@ -270,7 +270,7 @@ func TestShutdown(t *testing.T) {
 	sv.cancel(ExitSIGTERM)
 	for range 2 {
 		a := <-answers
-		if a.err != nil || a.res.Status != executor.StatusCrashed || a.res.ExitCode != -1 {
+		if a.err != nil || a.res.Status != invoke.StatusCrashed || a.res.ExitCode != -1 {
 			t.Errorf("answer %+v: %v", a.res, a.err)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/coderunner/coderunner/execute"
-	"github.com/coderunner/coderunner/executor"
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 	_ "github.com/coderunner/coderunner/sandbox/native"
@@ -30,7 +30,7 @@ func TestNativeEndToEnd(t *testing.T) {
 	testutil.Require(t, tc.Available, "python is not available: "+tc.Reason)
 
 	cp := newFakeCP(t, false)
-	exec := executor.New(b, lang.Default(), executor.Options{WorkDir: t.TempDir()})
+	exec := invoke.New(b, lang.Default(), invoke.Options{WorkDir: t.TempDir()})
 	sv := serve(t, cp, func(o *Options) { o.Executor = exec })
 	resp, err := sv.post(`{"execution_id":"native-1","language":"python","timeout":20,
 		"code":"import os\ndef handler(event):\n    os.makedirs('out', exist_ok=True)\n    open('out/r.csv','w').write('a,b\\n')\n    print('working')\n    return {'double': event['n'] * 2}\n",
@@ -38,13 +38,13 @@ func TestNativeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res executor.Result
+	var res invoke.Result
 	err = json.NewDecoder(resp.Body).Decode(&res)
 	resp.Body.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != executor.StatusSuccess || string(res.ReturnValue) != `{"double":42}` || res.Stdout != "working\n" ||
+	if res.Status != invoke.StatusSuccess || string(res.ReturnValue) != `{"double":42}` || res.Stdout != "working\n" ||
 		len(res.Artifacts) != 1 || res.Artifacts[0].Path != "out/r.csv" || res.Artifacts[0].MimeType != "text/csv" {
 		t.Fatalf("result %+v (%s)", res, res.Message())
 	}

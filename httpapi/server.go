@@ -17,14 +17,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/coderunner/coderunner/execute"
-	"github.com/coderunner/coderunner/executor"
 	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 )
 
-// Executor runs spec 002 executions; *executor.Executor is one.
+// Executor runs spec 002 executions; *invoke.Invoker is one.
 type Executor interface {
-	Run(ctx context.Context, req executor.Request) *executor.Result
+	Run(ctx context.Context, req invoke.Request) *invoke.Result
 }
 
 // Runner runs spec 004 executions; *execute.Executor is one.
@@ -199,7 +199,7 @@ type Server struct {
 	handler  http.Handler
 
 	// runCtx is the context of every execution; it ends, with
-	// executor.ErrShutdown as cause, when the server drains.
+	// invoke.ErrShutdown as cause, when the server drains.
 	runCtx   context.Context
 	stopRuns context.CancelCauseFunc
 
@@ -496,7 +496,7 @@ func (s *Server) shutdown(srv *http.Server, status *ExitStatus) {
 	s.mu.Lock()
 	s.state = stateDraining
 	s.mu.Unlock()
-	s.stopRuns(executor.ErrShutdown)
+	s.stopRuns(invoke.ErrShutdown)
 
 	// The handlers answer and report as soon as the sandbox killed their
 	// programs; leave a part of the grace for delivery and the exit.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coderunner/coderunner/executor"
+	"github.com/coderunner/coderunner/invoke"
 )
 
 // do sends one request to s and checks the answer against the OpenAPI
@@ -64,7 +64,7 @@ func TestEndpoints(t *testing.T) {
 		{"execute timeout low", "POST", "/execute", `{"execution_id":"e","code":"x","language":"python","timeout":0}`, 400, CodeBadRequest, "timeout"},
 		{"execute timeout high", "POST", "/execute", `{"execution_id":"e","code":"x","language":"python","timeout":3601}`, 400, CodeBadRequest, "timeout"},
 		{"execute event array", "POST", "/execute", `{"execution_id":"e","code":"x","language":"python","event":[]}`, 400, CodeBadRequest, "event"},
-		{"execute code too large", "POST", "/execute", `{"execution_id":"e","language":"python","code":"` + strings.Repeat("a", executor.MaxCodeBytes+1) + `"}`, 413, CodePayloadTooLarge, "code"},
+		{"execute code too large", "POST", "/execute", `{"execution_id":"e","language":"python","code":"` + strings.Repeat("a", invoke.MaxCodeBytes+1) + `"}`, 413, CodePayloadTooLarge, "code"},
 		{"execute body too large", "POST", "/execute", `{"execution_id":"e","language":"python","stdin":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
 		{"execute GET", "GET", "/execute", ``, 405, CodeMethodNotAllowed, ""},
 		{"run", "POST", "/v1/run", `{"language":"python","code":"print(1)","timeout":5}`, 200, "", ""},
@@ -121,14 +121,14 @@ func TestEndpoints(t *testing.T) {
 func TestExecuteAnswer(t *testing.T) {
 	s, fe := newTestServer(t, nil)
 	rec := do(t, s, "POST", "/execute", validExecute, nil)
-	var res executor.Result
+	var res invoke.Result
 	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.ExecutionID != "e-1" || res.Status != executor.StatusSuccess || string(res.ReturnValue) != `{"ok":true}` {
+	if res.ExecutionID != "e-1" || res.Status != invoke.StatusSuccess || string(res.ReturnValue) != `{"ok":true}` {
 		t.Errorf("answer %s", rec.Body)
 	}
-	if got := fe.runs[0]; got.Language != "python" || got.Timeout != 30 || string(got.Event) != `{"x":1}` || got.Mode != executor.ModeHandler {
+	if got := fe.runs[0]; got.Language != "python" || got.Timeout != 30 || string(got.Event) != `{"x":1}` || got.Mode != invoke.ModeHandler {
 		t.Errorf("executor got %+v", got)
 	}
 }

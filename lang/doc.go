@@ -24,6 +24,7 @@
 //	{class}      the Java class name (see Language.SourceName)
 //	{workspace}  the workspace directory, /workspace
 //	{memory_mb}  the memory limit of the step in MB (256 when unknown)
+//	{heap_mb}    a JVM heap below that limit (see JVMHeapMB)
 //	{tool}       sandbox path of the discovered toolchain program
 //	{root}       sandbox path of the toolchain root (its mount target)
 //

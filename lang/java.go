@@ -155,3 +155,22 @@ func closeQuote(code string, from int, quote string) int {
 	}
 	return len(code)
 }
+
+// JVM sizing for {heap_mb}. The heap is what is left of the limit once the
+// JVM's own memory (metaspace, code cache, thread stacks, the class data
+// archive) is set aside, so that a program that fills its heap gets a Java
+// OutOfMemoryError, which the judge reports as memory_exceeded, rather than
+// a kill by the cgroup that says nothing.
+const (
+	// jvmReserveMB is the JVM's own memory outside the heap with the
+	// serial collector and the C1 compiler only.
+	jvmReserveMB = 40
+	// jvmMinHeapMB is the smallest heap given, whatever the limit.
+	jvmMinHeapMB = 8
+)
+
+// JVMHeapMB is the heap (-Xmx, {heap_mb}) of a JVM limited to memMB: the
+// limit less the JVM's own 40 MB, at most 80 % of it, at least 8 MB.
+func JVMHeapMB(memMB int) int {
+	return max(jvmMinHeapMB, min(memMB*4/5, memMB-jvmReserveMB))
+}

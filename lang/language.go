@@ -42,6 +42,15 @@ type Language struct {
 	// Env holds the recipe's KEY=value entries with {tool} and {root}
 	// expanded. The backend adds HOME, TMPDIR, LANG and LC_ALL.
 	Env []string
+	// CompileEnv holds the recipe's KEY=value entries added to Env for the
+	// compile step only.
+	CompileEnv []string
+	// BuildCacheEnv names the compiler's build cache variable (GOCACHE),
+	// or is empty; see Recipe.BuildCacheEnv.
+	BuildCacheEnv string
+	// MinProcesses is the least process limit of a run; see
+	// Recipe.MinProcesses.
+	MinProcesses int
 	// Mounts are the base mounts and the toolchain's, read-only.
 	Mounts []sandbox.Mount
 	// Image is the container image for the docker backend.
@@ -87,6 +96,9 @@ func newLanguage(id string, r Recipe, base []string) *Language {
 		Source:        r.Source,
 		Compile:       slices.Clone(r.Compile),
 		Run:           slices.Clone(r.Run),
+		CompileEnv:    slices.Clone(r.CompileEnv),
+		BuildCacheEnv: r.BuildCacheEnv,
+		MinProcesses:  r.MinProcesses,
 		Image:         r.Image,
 		MemoryFactor:  atLeastOne(r.MemoryFactor),
 		TimeoutFactor: atLeastOne(r.TimeoutFactor),
@@ -156,6 +168,16 @@ func expandClass(s, class string) string {
 	return strings.NewReplacer("{class}", class, "{classname}", class).Replace(s)
 }
 
+// RunLimits returns the limits of a run of the language: limits with the
+// process limit raised to MinProcesses where it is lower (a JVM's
+// threads). Zero fields stay zero.
+func (l *Language) RunLimits(limits sandbox.Limits) sandbox.Limits {
+	if l.MinProcesses > limits.WithDefaults().Processes {
+		limits.Processes = l.MinProcesses
+	}
+	return limits
+}
+
 // CompileArgs is the compile argv with its placeholders expanded, or nil
 // for an interpreted language. {tool} and {root} take their discovered
 // values once Discover ran.
@@ -181,6 +203,7 @@ func (l *Language) expand(tmpl []string, v Vars) []string {
 		"{class}", v.Class, "{classname}", v.Class,
 		"{workspace}", v.Workspace,
 		"{memory_mb}", strconv.Itoa(v.MemoryMB),
+		"{heap_mb}", strconv.Itoa(JVMHeapMB(v.MemoryMB)),
 		"{tool}", tool,
 		"{root}", root,
 	)

@@ -3,6 +3,8 @@ package lang
 import (
 	"slices"
 	"testing"
+
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 func TestArgs(t *testing.T) {
@@ -20,7 +22,8 @@ func TestArgs(t *testing.T) {
 		{"python run", py.RunArgs(Vars{Source: "/workspace/a.py"}), []string{"-B", "-s", "/workspace/a.py"}},
 		{"python compile", py.CompileArgs(Vars{}), nil},
 		{"java run", java.RunArgs(Vars{Class: "Main", MemoryMB: 128}),
-			[]string{"-XX:+UseSerialGC", "-XX:-UsePerfData", "-XX:MaxRAM=128m", "-XX:MaxRAMPercentage=75", "-cp", "/workspace", "Main"}},
+			[]string{"-Xmx88m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData",
+				"-XX:MaxRAM=128m", "-XX:MaxRAMPercentage=75", "-cp", "/workspace", "Main"}},
 		{"java compile source follows class", java.CompileArgs(Vars{Class: "Main"})[len(java.Compile)-1:], []string{"/workspace/Main.java"}},
 	}
 	for _, tt := range tests {
@@ -60,5 +63,43 @@ func TestSourceName(t *testing.T) {
 	}
 	if !java.NeedsClass() || c.NeedsClass() {
 		t.Errorf("NeedsClass: java %v, cpp %v", java.NeedsClass(), c.NeedsClass())
+	}
+}
+
+func TestJVMHeap(t *testing.T) {
+	for _, c := range []struct{ mem, heap int }{{16, 8}, {48, 8}, {64, 24}, {128, 88}, {256, 204}, {1024, 819}} {
+		if got := JVMHeapMB(c.mem); got != c.heap {
+			t.Errorf("JVMHeapMB(%d) = %d, want %d", c.mem, got, c.heap)
+		}
+	}
+}
+
+// TestTuning checks the runtime facts of the default table that every
+// front end takes from it: a JVM's threads and the compile step's own
+// environment.
+func TestTuning(t *testing.T) {
+	java, _ := Default().Lookup("java")
+	c, _ := Default().Lookup("c")
+	golang, _ := Default().Lookup("go")
+	if got := java.RunLimits(sandbox.Limits{Processes: 10}).Processes; got != 64 {
+		t.Errorf("java processes %d, want raised to 64", got)
+	}
+	if got := java.RunLimits(sandbox.Limits{}).Processes; got != 64 {
+		t.Errorf("java processes %d with the default limit, want raised to 64", got)
+	}
+	if got := java.RunLimits(sandbox.Limits{Processes: 200}).Processes; got != 200 {
+		t.Errorf("java processes %d, want the caller's 200", got)
+	}
+	if got := c.RunLimits(sandbox.Limits{Processes: 10}).Processes; got != 10 {
+		t.Errorf("c processes %d, want the caller's 10", got)
+	}
+	if got := c.RunLimits(sandbox.Limits{}); got != (sandbox.Limits{}) {
+		t.Errorf("c limits %+v, want zero fields kept", got)
+	}
+	if !slices.Equal(golang.CompileEnv, []string{"GOPROXY=off"}) || golang.BuildCacheEnv != "GOCACHE" {
+		t.Errorf("go compile env %q, build cache %q", golang.CompileEnv, golang.BuildCacheEnv)
+	}
+	if c.CompileEnv != nil || c.BuildCacheEnv != "" || c.MinProcesses != 0 {
+		t.Errorf("c has tuning: %q %q %d", c.CompileEnv, c.BuildCacheEnv, c.MinProcesses)
 	}
 }

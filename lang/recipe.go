@@ -51,6 +51,20 @@ type Recipe struct {
 	// Zero means 1. The judge applies them; the table only carries them.
 	MemoryFactor  float64 `yaml:"memory_factor,omitempty"`
 	TimeoutFactor float64 `yaml:"timeout_factor,omitempty"`
+	// CompileEnv holds KEY=value entries added to Env for the compile step
+	// only (Go's GOPROXY=off: no module download waits for a network that
+	// is not there).
+	CompileEnv []string `yaml:"compile_env,omitempty"`
+	// BuildCacheEnv names the variable through which the compiler finds
+	// its build cache (Go's GOCACHE). A compile step whose program is kept
+	// (the judge's compile cache) points it at a private directory of its
+	// workspace, seeded with the standard library; others keep Env's value.
+	// Only Go's cache can be seeded.
+	BuildCacheEnv string `yaml:"build_cache_env,omitempty"`
+	// MinProcesses raises the process (thread) limit of every run of the
+	// language to at least this many: a JVM starts about twenty threads
+	// before main runs.
+	MinProcesses int `yaml:"min_processes,omitempty"`
 	// Toolchain tells discovery how to find the toolchain on the host.
 	Toolchain Discovery `yaml:"toolchain,omitempty"`
 
@@ -154,6 +168,12 @@ func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 			err = v.Decode(&out.MemoryFactor)
 		case "timeout_factor":
 			err = v.Decode(&out.TimeoutFactor)
+		case "compile_env":
+			err = v.Decode(&out.CompileEnv)
+		case "build_cache_env":
+			err = v.Decode(&out.BuildCacheEnv)
+		case "min_processes":
+			err = v.Decode(&out.MinProcesses)
 		case "toolchain":
 			err = strictDecode(v, &out.Toolchain)
 		default:
@@ -249,6 +269,15 @@ func merge(base, o Recipe) Recipe {
 	}
 	if o.isSet("timeout_factor", o.TimeoutFactor != 0) {
 		out.TimeoutFactor = o.TimeoutFactor
+	}
+	if o.isSet("compile_env", o.CompileEnv != nil) {
+		out.CompileEnv = o.CompileEnv
+	}
+	if o.isSet("build_cache_env", o.BuildCacheEnv != "") {
+		out.BuildCacheEnv = o.BuildCacheEnv
+	}
+	if o.isSet("min_processes", o.MinProcesses != 0) {
+		out.MinProcesses = o.MinProcesses
 	}
 	if o.isSet("toolchain", !o.Toolchain.isZero()) {
 		out.Toolchain = o.Toolchain

@@ -80,6 +80,11 @@ python:
   image: "python:3.12-slim"
   extension: "py"
   compile: false
+java:
+  min_processes: 96
+go:
+  compile_env: []
+  build_cache_env: ""
 ruby:
   aliases: [rb]
   extension: rb
@@ -107,6 +112,12 @@ ruby:
 	py, _ := tab.Lookup("python")
 	if py.Image != "python:3.12-slim" || strings.Join(py.Extensions, ",") != ".py" || py.Compiled {
 		t.Errorf("python override: %+v", py)
+	}
+	java, _ := tab.Lookup("java")
+	golang, _ := tab.Lookup("go")
+	if java.MinProcesses != 96 || len(golang.CompileEnv) != 0 || golang.BuildCacheEnv != "" || !golang.Compiled {
+		t.Errorf("tuning overrides: java min_processes %d, go compile_env %q build_cache_env %q",
+			java.MinProcesses, golang.CompileEnv, golang.BuildCacheEnv)
 	}
 	rb, err := tab.Lookup("RB")
 	if err != nil {
@@ -195,6 +206,10 @@ func TestBadRecipes(t *testing.T) {
 		{"tool without program", "x", func() Recipe { r := ok(); r.Toolchain = Discovery{}; return r }, "languages.x.toolchain: {tool} is used"},
 		{"factor", "x", func() Recipe { r := ok(); r.TimeoutFactor = -1; return r }, "languages.x.timeout_factor: -1 is out of range"},
 		{"id mismatch", "x", func() Recipe { r := ok(); r.ID = "y"; return r }, "languages.x.id"},
+		{"bad compile env", "x", func() Recipe { r := ok(); r.CompileEnv = []string{"GOPROXY"}; return r }, "languages.x.compile_env[0]"},
+		{"compile env placeholder", "x", func() Recipe { r := ok(); r.CompileEnv = []string{"A={tool}"}; return r }, "languages.x.compile_env[0]: unknown placeholder"},
+		{"bad build cache env", "x", func() Recipe { r := ok(); r.BuildCacheEnv = "GO CACHE"; return r }, "languages.x.build_cache_env"},
+		{"min processes", "x", func() Recipe { r := ok(); r.MinProcesses = -1; return r }, "languages.x.min_processes: -1 is out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 // Placeholder sets: which placeholders each kind of template may use.
 var (
-	argvPlaceholders = set("source", "binary", "class", "workspace", "memory_mb", "tool", "root",
+	argvPlaceholders = set("source", "binary", "class", "workspace", "memory_mb", "heap_mb", "tool", "root",
 		// The CodeRunner and Code Execution Sandbox specifications' names.
 		"classname", "filename")
 	envPlaceholders     = set("tool", "root", "workspace")
@@ -86,6 +86,21 @@ func (r *Recipe) validate(id string) error {
 		if err := checkTemplate(v, envPlaceholders); err != nil {
 			return f(fmt.Sprintf("env[%d]", i), "%v", err)
 		}
+	}
+	for i, e := range r.CompileEnv {
+		k, v, ok := strings.Cut(e, "=")
+		if !ok || !envKey.MatchString(k) {
+			return f(fmt.Sprintf("compile_env[%d]", i), "%q is not KEY=value", e)
+		}
+		if err := checkTemplate(v, nil); err != nil {
+			return f(fmt.Sprintf("compile_env[%d]", i), "%v", err)
+		}
+	}
+	if r.BuildCacheEnv != "" && !envKey.MatchString(r.BuildCacheEnv) {
+		return f("build_cache_env", "%q is not a variable name", r.BuildCacheEnv)
+	}
+	if r.MinProcesses < 0 || r.MinProcesses > 1024 {
+		return f("min_processes", "%d is out of range 0..1024", r.MinProcesses)
 	}
 	for i, m := range r.Mounts {
 		if !cleanAbs(m.Source) {

@@ -38,35 +38,19 @@ type compileStep struct {
 	code   string
 }
 
-func (r *Runner) newStep(l *lang.Language, version, source, class, code string) *compileStep {
-	vars := lang.Vars{
-		Source:   path.Join(sandbox.WorkspaceDir, source),
-		Class:    class,
-		MemoryMB: int(r.compileLimits.Memory / sandbox.MiB),
+// buildCacheEnv points the compiler's build cache, if the language names
+// one, at a private directory of the compile workspace, seeded before the
+// step (see goseed.go): a cached compile does not start cold.
+func buildCacheEnv(l *lang.Language) []string {
+	if l.BuildCacheEnv == "" {
+		return nil
 	}
-	return &compileStep{
-		lang:    l,
-		version: version,
-		where:   r.environment(l),
-		args:    l.CompileArgs(vars),
-		env:     environment(l.Env, tunings[l.ID].compileEnv),
-		source:  source,
-		code:    code,
-	}
+	return []string{l.BuildCacheEnv + "=" + path.Join(sandbox.WorkspaceDir, goCacheDir)}
 }
 
 // imager is a backend that runs each language in an image of its own.
 type imager interface {
 	ImageFor(language string) string
-}
-
-// environment names where l's compiler runs, for the cache key.
-func (r *Runner) environment(l *lang.Language) string {
-	where := r.backend.Name()
-	if im, ok := r.backend.(imager); ok {
-		where += " " + im.ImageFor(l.ID)
-	}
-	return where
 }
 
 // key is the cache key of the step.
@@ -87,7 +71,7 @@ func (s *compileStep) key() string {
 // one compilation of a key runs at a time in this process; the others wait
 // for it and take its entry.
 func (r *Runner) compiled(ctx context.Context, l *lang.Language, version, source, class, code string) (*entry, error) {
-	step := r.newStep(l, version, source, class, code)
+	step := r.newStep(l, version, source, class, code, true)
 	key := step.key()
 	for attempt := 0; ; attempt++ {
 		e, ok, err := r.cache.open(key)
@@ -127,7 +111,7 @@ func (r *Runner) compileAndStore(ctx context.Context, step *compileStep, key str
 	defer r.removeWorkspace(ws)
 
 	var skip func(string) bool
-	if tunings[step.lang.ID].goCache {
+	if step.lang.BuildCacheEnv != "" {
 		if err := r.seedGoCache(ctx, step, ws); err != nil {
 			return nil, err
 		}
@@ -176,21 +160,6 @@ func (r *Runner) stage(step *compileStep, ws, staged string, skip func(string) b
 // usesBinary reports whether the language's run template runs {binary}.
 func usesBinary(l *lang.Language) bool {
 	return slices.ContainsFunc(l.Run, func(a string) bool { return strings.Contains(a, "{binary}") })
-}
-
-// compileSpec is the sandbox spec of a compile step in the host workspace
-// ws: no network (no backend gives any), the toolchain read-only, only the
-// workspace writable.
-func (r *Runner) compileSpec(step *compileStep, ws string, limits sandbox.Limits) *sandbox.Spec {
-	return &sandbox.Spec{
-		Args:      slices.Clone(step.args),
-		Env:       slices.Clone(step.env),
-		Dir:       sandbox.WorkspaceDir,
-		Mounts:    slices.Clone(step.lang.Mounts),
-		Workspace: ws,
-		Files:     []sandbox.File{{Path: step.source, Content: []byte(step.code), Mode: 0o644}},
-		Limits:    limits,
-	}
 }
 
 // workspace makes a compile workspace in the cache's tmp directory: a

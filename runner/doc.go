@@ -1,6 +1,9 @@
-// Package runner is the judge's engine on a real sandbox backend: it
-// prepares programs of every language of the language table (package
-// lang) and runs them in a sandbox.Backend.
+// Package runner is the one build-and-program layer of coderunner: every
+// front end (the judge, execute's single runs, invoke's executions) has it
+// compile and run programs of every language of the language table
+// (package lang) in a sandbox.Backend. Builder.Build compiles into the
+// caller's workspace without a cache; Runner, the judge's engine, adds the
+// compile cache described below.
 //
 // Prepare looks the language up, makes sure its toolchain is there, and,
 // for a compiled language, compiles the code in the sandbox: no network,
@@ -34,24 +37,20 @@
 // one per test. The run gets exactly the caller's limits, raised only where
 // a runtime needs more processes (a JVM's threads).
 //
-// Some languages need more than their recipe says; runner keeps a small
-// table of these (tuning.go), keyed by language id:
-//
-//   - java: at least 64 processes (threads), and -Xmx below the memory
-//     limit (the limit less the JVM's own ~40 MB, at most 80 %) with
-//     -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto
-//     -XX:-UsePerfData, so that a program that fills its heap fails with
-//     java.lang.OutOfMemoryError (which the judge reports as
-//     memory_exceeded) rather than being killed by the cgroup.
-//   - go: a private, writable GOCACHE in the compile workspace, seeded
-//     with the standard library. The first Go compile of a toolchain
-//     builds the seed once (15 to 30 seconds on two cores, in the
-//     background: a caller that gives up does not stop it) and keeps it in
-//     the cache directory as go-seed-<version>-<hash>; later compiles start
-//     from a copy (hard links as root: 50 ms against 200 ms for a real
-//     copy) and take about half a second. A failed seed build is retried
-//     after ten minutes; meanwhile compiles start from an empty cache.
-//     GOPROXY=off.
+// What a runtime needs beyond its argv comes from the language table
+// (package lang): Java's recipe raises the process limit to 64
+// (min_processes) and gives the JVM a heap below the memory limit
+// ({heap_mb}), so that a program that fills its heap fails with java.lang.OutOfMemoryError (which the judge reports as
+// memory_exceeded) rather than being killed by the cgroup. A language that
+// names its build cache variable (Go's build_cache_env: GOCACHE) gets a
+// private, writable build cache in the compile workspace, seeded with the
+// standard library (goseed.go). The first Go compile of a toolchain builds
+// the seed once (15 to 30 seconds on two cores, in the background: a
+// caller that gives up does not stop it) and keeps it in the cache
+// directory as go-seed-<version>-<hash>; later compiles start from a copy
+// (hard links as root: 50 ms against 200 ms for a real copy) and take
+// about half a second. A failed seed build is retried after ten minutes;
+// meanwhile compiles start from an empty cache.
 //
 // The cache directory must be reachable by the sandbox's users, since
 // entries are bind-mounted from it: as root the default is

@@ -179,33 +179,6 @@ func FuzzBound(f *testing.F) {
 	})
 }
 
-func TestEnvironment(t *testing.T) {
-	got := environment([]string{"PATH=/opt/go/bin:/usr/bin", "GOCACHE=/tmp/gocache", "junk"}, []string{"GOCACHE=/workspace/.gocache"})
-	want := []string{
-		"PATH=/opt/go/bin:/usr/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
-		"GOCACHE=/workspace/.gocache",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("environment = %q, want %q", got, want)
-	}
-}
-
-func TestJVMHeap(t *testing.T) {
-	for _, c := range []struct{ mem, heap int }{{16, 8}, {48, 8}, {64, 24}, {128, 88}, {256, 204}, {1024, 819}} {
-		if got := jvmHeapMB(c.mem); got != c.heap {
-			t.Errorf("jvmHeapMB(%d) = %d, want %d", c.mem, got, c.heap)
-		}
-	}
-	args := tunings["java"].tuneArgs([]string{"/opt/jdk/bin/java", "-cp", "/opt/program", "Main"}, 256)
-	if args[0] != "/opt/jdk/bin/java" || args[1] != "-Xmx204m" || !slices.Equal(args[len(args)-3:], []string{"-cp", "/opt/program", "Main"}) {
-		t.Errorf("java argv %q", args)
-	}
-	c := []string{"/workspace/main"}
-	if got := tunings["c"].tuneArgs(c, 256); !slices.Equal(got, c) {
-		t.Errorf("c argv changed: %q", got)
-	}
-}
-
 // TestCopyOut plants what a hostile compile step could leave behind.
 func TestCopyOut(t *testing.T) {
 	ws, dst := t.TempDir(), t.TempDir()

@@ -18,16 +18,21 @@ import (
 var ErrClosed = errors.New("program is closed")
 
 // Program is a prepared program: the source of an interpreted language,
-// or a compiled program held in the cache (which does not evict it until
-// Close). It is safe for concurrent use.
+// a compiled program held in the cache (which does not evict it until
+// Close), or one a Build compiled into the caller's workspace. It is safe
+// for concurrent use.
 type Program struct {
-	r        *Runner
+	b        *Builder
 	lang     *lang.Language
 	language string // as the caller named it
 	source   string // file name
 	class    string
 	code     []byte // interpreted languages only
-	entry    *entry // compiled languages only
+	entry    *entry // compiled languages, cached only
+	// workspace is the host workspace of a Build's program, where it runs;
+	// inWorkspace tells that it was compiled there.
+	workspace   string
+	inWorkspace bool
 	// series runs the program when the backend can keep a sandbox from
 	// one run to the next; nil runs each in a new sandbox.
 	series sandbox.Series
@@ -42,14 +47,22 @@ var _ judge.StreamingProgram = (*Program)(nil)
 func (p *Program) Language() string { return p.lang.ID }
 
 // Compiled reports whether the program was compiled.
-func (p *Program) Compiled() bool { return p.entry != nil }
+func (p *Program) Compiled() bool { return p.entry != nil || p.inWorkspace }
+
+// Source returns the sandbox path of the program's source file.
+func (p *Program) Source() string {
+	if p.entry != nil {
+		return path.Join(ProgramDir, p.source)
+	}
+	return path.Join(sandbox.WorkspaceDir, p.source)
+}
 
 // Run runs the program once with stdin as its standard input and limits
-// as its limits; see judge.Program. The compiled program is mounted
-// read-only at ProgramDir; /workspace is a private directory, empty but
-// for the source of an interpreted language. The process limit is raised
-// to what the language's runtime needs (a JVM's threads), and a JVM gets
-// a heap below the memory limit.
+// as its limits; see judge.Program. A cached program is mounted read-only
+// at ProgramDir; /workspace is the Build's workspace, or else a private
+// directory, empty but for the source of an interpreted language. The
+// process limit is raised to what the language's runtime needs (a JVM's
+// threads), and a JVM gets a heap below the memory limit.
 //
 // On a backend that can keep a sandbox from one run to the next
 // (sandbox.Reuser), the runs of one Program share sandboxes, each run
@@ -64,7 +77,7 @@ func (p *Program) Run(ctx context.Context, stdin []byte, limits sandbox.Limits) 
 	if p.series != nil {
 		return p.series.Run(ctx, p.spec(stdin, limits))
 	}
-	return p.r.backend.Run(ctx, p.spec(stdin, limits))
+	return p.b.backend.Run(ctx, p.spec(stdin, limits))
 }
 
 // RunStreaming is Run with the program's output handed to out's writers as
@@ -82,12 +95,12 @@ func (p *Program) RunStreaming(ctx context.Context, stdin []byte, limits sandbox
 	if p.series != nil {
 		return p.series.Run(ctx, spec)
 	}
-	return p.r.backend.Run(ctx, spec)
+	return p.b.backend.Run(ctx, spec)
 }
 
 // openSeries gives the program a series of runs if the backend has them.
 func (p *Program) openSeries() {
-	if reuser, ok := p.r.backend.(sandbox.Reuser); ok && !p.r.perTest {
+	if reuser, ok := p.b.backend.(sandbox.Reuser); ok && !p.b.perTest {
 		p.series = reuser.Series()
 	}
 }
@@ -101,30 +114,28 @@ func (p *Program) Spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 
 func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 	l := p.lang
-	t := tunings[l.ID]
-	eff := limits.WithDefaults()
-	if t.minProcesses > eff.Processes {
-		limits.Processes = t.minProcesses
-	}
-	memMB := int(eff.Memory / sandbox.MiB)
+	memMB := int(limits.WithDefaults().Memory / sandbox.MiB)
 	spec := &sandbox.Spec{
-		Env:    environment(l.Env),
+		Env:    lang.Environment(l.Env),
 		Dir:    sandbox.WorkspaceDir,
 		Mounts: slices.Clone(l.Mounts),
-		Limits: limits,
+		Limits: l.RunLimits(limits),
 	}
-	vars := lang.Vars{Class: p.class, MemoryMB: memMB}
-	if p.entry != nil {
+	vars := lang.Vars{Class: p.class, MemoryMB: memMB, Source: p.Source()}
+	switch {
+	case p.entry != nil:
 		// The compile step's workspace is the run's ProgramDir.
 		vars.Workspace = ProgramDir
-		vars.Source = path.Join(ProgramDir, p.source)
 		vars.Binary = path.Join(ProgramDir, lang.DefaultBinary)
 		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: p.entry.dir, Target: ProgramDir})
-	} else {
-		vars.Source = path.Join(sandbox.WorkspaceDir, p.source)
+	case p.inWorkspace:
+		// The compile step left the program in the run's workspace.
+		spec.Workspace = p.workspace
+	default:
+		spec.Workspace = p.workspace
 		spec.Files = []sandbox.File{{Path: p.source, Content: p.code, Mode: 0o644}}
 	}
-	spec.Args = t.tuneArgs(l.RunArgs(vars), memMB)
+	spec.Args = l.RunArgs(vars)
 	if len(stdin) > 0 {
 		spec.Stdin = bytes.NewReader(stdin)
 	}

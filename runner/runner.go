@@ -19,10 +19,15 @@ import (
 // Options.CacheMaxBytes is zero.
 const DefaultCacheMaxBytes = 1 * sandbox.GiB
 
-// DefaultCompileLimits bound the compile step (CONTRACT §10: 30 s and
-// 512 MB). Compilers get more processes, open files and /tmp than the
-// programs they build: gcc forks cc1, as and ld, javac and go build run
-// many threads. New sets CPUs to min(2, cores) when it is zero.
+// DefaultCompileLimits bound every compile step, the judge's and a single
+// run's alike: 30 s and 512 MB, as the contract says. Compilers get more
+// processes, open files and /tmp than the programs they build: gcc forks
+// cc1, as and ld, javac and go build run many threads and write large
+// temporary files. The two compile paths had drifted to 128 and 256
+// processes: 256 it is, since with 128 the Go build cache seed (go build
+// of the standard library, its compilers' threads) fails or crawls and
+// the judge's Go compiles time out; FileSize is 256 MB for both. CPUs is
+// set by CompileLimits to min(2, cores) when it is zero.
 var DefaultCompileLimits = sandbox.Limits{
 	WallTime:    30 * time.Second,
 	CPUTime:     30 * time.Second,
@@ -32,6 +37,17 @@ var DefaultCompileLimits = sandbox.Limits{
 	FileSize:    256 * sandbox.MiB,
 	OpenFiles:   1024,
 	TmpSize:     256 * sandbox.MiB,
+}
+
+// CompileLimits returns the limits of a compile step: DefaultCompileLimits
+// with the non-zero fields of o put over it, CPUs min(2, cores) when
+// neither sets it, and sandbox.DefaultLimits for the rest.
+func CompileLimits(o sandbox.Limits) sandbox.Limits {
+	cl := DefaultCompileLimits.Overlay(o)
+	if cl.CPUs == 0 {
+		cl.CPUs = float64(min(2, runtime.NumCPU()))
+	}
+	return cl.WithDefaults()
 }
 
 // ProgramDir is where the compiled program (the compile step's workspace
@@ -50,7 +66,7 @@ type Options struct {
 	// recently used are removed first. Zero means DefaultCacheMaxBytes.
 	CacheMaxBytes int64
 	// CompileLimits bound every compile step. Zero fields take
-	// DefaultCompileLimits.
+	// DefaultCompileLimits (see CompileLimits).
 	CompileLimits sandbox.Limits
 	// Logger receives warnings (a cache entry that could not be removed,
 	// a Go build cache seed that failed); nil discards them.
@@ -66,14 +82,10 @@ type Options struct {
 // use by several goroutines and, through its cache directory, several
 // processes.
 type Runner struct {
-	backend       sandbox.Backend
-	langs         *lang.Table
-	log           *slog.Logger
-	cache         *cache
-	compileLimits sandbox.Limits
-	perTest       bool
-	flights       flightGroup
-	seeds         seedGroup
+	*Builder
+	cache   *cache
+	flights flightGroup
+	seeds   seedGroup
 }
 
 var _ judge.Engine = (*Runner)(nil)
@@ -88,15 +100,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) (*Runner, err
 	if langs == nil {
 		return nil, errors.New("runner: no language table")
 	}
-	r := &Runner{backend: backend, langs: langs, log: opts.Logger, perTest: opts.SandboxPerTest}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
-	cl := DefaultCompileLimits.Overlay(opts.CompileLimits)
-	if cl.CPUs == 0 {
-		cl.CPUs = float64(min(2, runtime.NumCPU()))
-	}
-	r.compileLimits = cl.WithDefaults()
+	r := &Runner{Builder: NewBuilder(backend, langs, BuilderOptions{CompileLimits: opts.CompileLimits, Logger: opts.Logger, SandboxPerTest: opts.SandboxPerTest})}
 	if err := r.compileLimits.Validate(); err != nil {
 		return nil, fmt.Errorf("runner: compile limits: %w", err)
 	}
@@ -138,9 +142,6 @@ func defaultCacheDir() (string, error) {
 // CacheDir returns the directory of the compile cache.
 func (r *Runner) CacheDir() string { return r.cache.dir }
 
-// CompileLimits returns the limits every compile step runs with.
-func (r *Runner) CompileLimits() sandbox.Limits { return r.compileLimits }
-
 // Prepare makes code ready to run; see judge.Engine. An unknown language
 // is an error wrapping judge.ErrUnsupportedLanguage (and
 // lang.ErrUnknownLanguage) that lists the known ids; a language whose
@@ -169,18 +170,10 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 		return nil, fmt.Errorf("%w: %w", judge.ErrUnsupportedLanguage, err)
 	}
 	tc := l.Discover(ctx)
-	if !tc.Available {
-		return nil, fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	if err := r.Check(ctx, l); err != nil {
+		return nil, err
 	}
-	p := &Program{
-		r:        r,
-		lang:     l,
-		language: language,
-		source:   l.SourceName(code),
-	}
-	if l.NeedsClass() {
-		p.class = lang.JavaClass(code)
-	}
+	p := r.newProgram(l, language, code)
 	if !l.Compiled {
 		p.code = []byte(code)
 		p.openSeries()

@@ -17,10 +17,10 @@ import (
 
 	"github.com/coderunner/coderunner/controlplane"
 	"github.com/coderunner/coderunner/execute"
-	"github.com/coderunner/coderunner/executor"
 	"github.com/coderunner/coderunner/httpapi"
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/mcpserver"
 	"github.com/coderunner/coderunner/runner"
@@ -134,7 +134,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	execLimits.Memory = int64(cfg.Limits.Run.MemoryMB) * sandbox.MiB
 	execLimits.Processes = cfg.Limits.Run.MaxProcesses
 	execLimits.OutputBytes = int64(cfg.Limits.Executor.MaxOutputMB) * sandbox.MiB
-	exec := executor.New(b, langs, executor.Options{Logger: log, WorkDir: cfg.Backend.WorkDir, Limits: execLimits})
+	exec := invoke.New(b, langs, invoke.Options{Logger: log, WorkDir: cfg.Backend.WorkDir, Limits: execLimits})
 	if err := exec.Check(); err != nil {
 		log.Error("the work directory is not usable", "event", "startup_failed", "error", err)
 		return ExitFailure

@@ -1,4 +1,4 @@
-package executor
+package invoke
 
 import (
 	"context"
@@ -56,12 +56,12 @@ func check(t *testing.T, res *Result, w want) {
 	}
 	for _, a := range res.Artifacts {
 		if strings.Contains(a.Path, "wrapper") || a.Path == "main.py" || a.Path == "main.js" || a.Path == "main.sh" {
-			t.Errorf("the executor's own file %s is listed as an artifact", a.Path)
+			t.Errorf("the invoker's own file %s is listed as an artifact", a.Path)
 		}
 	}
 }
 
-func newHostExecutor(t *testing.T) *Executor {
+func newHostInvoker(t *testing.T) *Invoker {
 	t.Helper()
 	return New(hostBackend{}, lang.Default(), Options{WorkDir: t.TempDir(), NoTmpfs: true})
 }
@@ -149,7 +149,7 @@ var jsCases = []struct {
 		want{status: StatusSuccess, stdout: "plain\n"}},
 }
 
-func runCase(t *testing.T, e *Executor, name string, req Request, w want) {
+func runCase(t *testing.T, e *Invoker, name string, req Request, w want) {
 	t.Helper()
 	req.ExecutionID = "exec-" + strings.ReplaceAll(name, " ", "_")
 	if req.Timeout == 0 {
@@ -167,7 +167,7 @@ func runCase(t *testing.T, e *Executor, name string, req Request, w want) {
 
 func TestHandlersOnHost(t *testing.T) {
 	requireToolchain(t, "python")
-	e := newHostExecutor(t)
+	e := newHostInvoker(t)
 	for _, tc := range handlerCases {
 		t.Run(tc.name, func(t *testing.T) { runCase(t, e, tc.name, tc.req, tc.want) })
 	}
@@ -175,7 +175,7 @@ func TestHandlersOnHost(t *testing.T) {
 
 func TestJavaScriptHandlersOnHost(t *testing.T) {
 	requireToolchain(t, "javascript")
-	e := newHostExecutor(t)
+	e := newHostInvoker(t)
 	for _, tc := range jsCases {
 		t.Run(tc.name, func(t *testing.T) { runCase(t, e, tc.name, tc.req, tc.want) })
 	}
@@ -187,7 +187,7 @@ func TestJavaScriptHandlersOnHost(t *testing.T) {
 // block with every candidate it found. None may pass for the result.
 func TestNonceNotVisible(t *testing.T) {
 	requireToolchain(t, "python")
-	e := newHostExecutor(t)
+	e := newHostInvoker(t)
 	const nonce = "5ec7e75ec7e75ec7e75ec7e75ec7e75e"
 	e.nonce = func() string { return nonce }
 	code := `import os, sys, re

@@ -1,4 +1,4 @@
-package executor
+package invoke
 
 import (
 	"encoding/json"

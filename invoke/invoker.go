@@ -1,4 +1,4 @@
-package executor
+package invoke
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -28,7 +28,7 @@ var pythonWrapper []byte
 //go:embed wrappers/handler.js
 var javascriptWrapper []byte
 
-// wrapperDir holds the executor's own files in the workspace. It is hidden,
+// wrapperDir holds the invoker's own files in the workspace. It is hidden,
 // so never listed as artifacts.
 const wrapperDir = ".coderunner"
 
@@ -44,14 +44,14 @@ var DefaultLimits = sandbox.Limits{
 	OutputBytes: DefaultMaxOutputBytes,
 }
 
-// ErrShutdown is the cause an executor's caller gives the context of
+// ErrShutdown is the cause an invoker's caller gives the context of
 // runs it cancels because the service is stopping; those runs are
 // reported crashed.
 var ErrShutdown = errors.New("executor shutting down")
 
-// Options configures an Executor. The zero value is usable.
+// Options configures an Invoker. The zero value is usable.
 type Options struct {
-	// Logger receives the executor's logs; nil discards them.
+	// Logger receives the invoker's logs; nil discards them.
 	Logger *slog.Logger
 	// WorkDir is the host directory under which each run's workspace is
 	// made; empty means os.TempDir().
@@ -67,11 +67,12 @@ type Options struct {
 	NoTmpfs bool
 }
 
-// Executor runs spec 002 executions in one sandbox backend. It is safe for
-// concurrent use.
-type Executor struct {
+// Invoker runs the /execute service's executions in one sandbox backend.
+// It is safe for concurrent use.
+type Invoker struct {
 	backend sandbox.Backend
 	langs   *lang.Table
+	build   *runner.Builder
 	log     *slog.Logger
 	workDir string
 	limits  sandbox.Limits
@@ -80,10 +81,10 @@ type Executor struct {
 	warnOnce sync.Once
 }
 
-// New returns an Executor that runs code in backend with the recipes of
+// New returns an Invoker that runs code in backend with the recipes of
 // langs.
-func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
-	e := &Executor{
+func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Invoker {
+	e := &Invoker{
 		backend: backend,
 		langs:   langs,
 		log:     opts.Logger,
@@ -104,13 +105,14 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 		}
 	}
 	e.limits = DefaultLimits.Overlay(opts.Limits).WithDefaults()
+	e.build = runner.NewBuilder(backend, langs, runner.BuilderOptions{Logger: e.log})
 	return e
 }
 
 // Check makes sure workspaces can be made in WorkDir, so that a service
 // whose work directory is missing or read-only fails at start rather than
 // on every request.
-func (e *Executor) Check() error {
+func (e *Invoker) Check() error {
 	ws, err := os.MkdirTemp(e.workDir, "coderunner-check-")
 	if err != nil {
 		return fmt.Errorf("unable to make workspaces in %s: %w", e.workDir, err)
@@ -121,14 +123,14 @@ func (e *Executor) Check() error {
 	return nil
 }
 
-// Backend is the name of the sandbox backend the executor runs code in.
-func (e *Executor) Backend() string { return e.backend.Name() }
+// Backend is the name of the sandbox backend the invoker runs code in.
+func (e *Invoker) Backend() string { return e.backend.Name() }
 
 // Run executes a request that DecodeRequest accepted. It always returns a
 // result: whatever happens, a failing sandbox included, is in its status.
 // When ctx is cancelled the program is killed and the result is crashed,
 // its error naming the cancellation's cause.
-func (e *Executor) Run(ctx context.Context, req Request) *Result {
+func (e *Invoker) Run(ctx context.Context, req Request) *Result {
 	log := e.log.With("execution_id", req.ExecutionID)
 	start := time.Now()
 	res, err := e.run(ctx, req, log)
@@ -146,13 +148,13 @@ func (e *Executor) Run(ctx context.Context, req Request) *Result {
 }
 
 // run does the work of Run; an error means the sandbox failed.
-func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Result, error) {
+func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Result, error) {
 	l, err := e.langs.Lookup(req.Language)
 	if err != nil {
 		return nil, err
 	}
-	if tc := l.Discover(ctx); !tc.Available {
-		return nil, fmt.Errorf("%w: the %s toolchain is not available here: %s", sandbox.ErrUnavailable, l.ID, tc.Reason)
+	if err := e.build.Check(ctx, l); err != nil {
+		return nil, err
 	}
 
 	ws, release, err := e.workspace(log)
@@ -161,19 +163,18 @@ func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Res
 	}
 	defer release()
 
-	source := l.SourceName(req.Code)
-	files := []sandbox.File{{Path: source, Content: []byte(req.Code), Mode: 0o644}}
-	args := l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, source)})
+	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws})
+	if err != nil {
+		return nil, err
+	}
+	if prog == nil {
+		return nil, fmt.Errorf("compile step: compiler status %s", cr.Status)
+	}
+	defer func() { _ = prog.Close() }()
+
 	var stdin []byte
 	var nonce string
 	if req.usesHandler() {
-		wrapper, name := pythonWrapper, "wrapper.py"
-		if l.ID == "javascript" {
-			wrapper, name = javascriptWrapper, "wrapper.js"
-		}
-		rel := path.Join(wrapperDir, name)
-		files = append(files, sandbox.File{Path: rel, Content: wrapper, Mode: 0o644})
-		args = append(l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, rel)}), path.Join(sandbox.WorkspaceDir, source))
 		nonce = e.nonce()
 		stdin = header(nonce, req.Event)
 	}
@@ -182,17 +183,17 @@ func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Res
 	limits := e.limits
 	limits.WallTime = req.Duration()
 	limits.CPUTime = req.Duration()
-	spec := &sandbox.Spec{
-		Args:      args,
-		Env:       execute.Environment(l.Env),
-		Dir:       sandbox.WorkspaceDir,
-		Mounts:    slices.Clone(l.Mounts),
-		Workspace: ws,
-		Files:     files,
-		Limits:    limits,
-	}
-	if len(stdin) > 0 {
-		spec.Stdin = bytes.NewReader(stdin)
+	spec := prog.Spec(stdin, limits)
+	source := l.SourceName(req.Code)
+	if req.usesHandler() {
+		// The wrapper is the program; it loads the code from its source.
+		wrapper, name := pythonWrapper, "wrapper.py"
+		if l.ID == "javascript" {
+			wrapper, name = javascriptWrapper, "wrapper.js"
+		}
+		rel := path.Join(wrapperDir, name)
+		spec.Files = append(spec.Files, sandbox.File{Path: rel, Content: wrapper, Mode: 0o644})
+		spec.Args = append(l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, rel)}), prog.Source())
 	}
 	sr, err := e.backend.Run(ctx, spec)
 	if err != nil {
@@ -215,7 +216,7 @@ func (e *Executor) run(ctx context.Context, req Request, log *slog.Logger) (*Res
 }
 
 // verdict translates the sandbox's result into spec 002's.
-func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *slog.Logger) *Result {
+func (e *Invoker) verdict(req Request, sr *sandbox.Result, nonce string, log *slog.Logger) *Result {
 	stdout := sr.Stdout
 	var b *block
 	if nonce != "" {
@@ -295,7 +296,7 @@ func (e *Executor) verdict(req Request, sr *sandbox.Result, nonce string, log *s
 	return res
 }
 
-// workspacePrefix starts the names of the workspaces the executor makes.
+// workspacePrefix starts the names of the workspaces the invoker makes.
 const workspacePrefix = "coderunner-exec-"
 
 // workspace makes a fresh host directory for one run: a tmpfs capped at
@@ -304,7 +305,7 @@ const workspacePrefix = "coderunner-exec-"
 // can be mounted (not root), the run gets the sandbox's private workspace,
 // which the backend caps in the sandbox's own namespaces: ws is empty and
 // the run lists no artifacts (a warning is logged once).
-func (e *Executor) workspace(log *slog.Logger) (ws string, release func(), err error) {
+func (e *Invoker) workspace(log *slog.Logger) (ws string, release func(), err error) {
 	d, err := capws.New(e.workDir, workspacePrefix, e.limits.WorkspaceSize, 0)
 	if errors.Is(err, capws.ErrUnsupported) {
 		e.warnOnce.Do(func() {

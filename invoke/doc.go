@@ -1,4 +1,4 @@
-// Package executor runs the Runtime Executor's executions (spec 002): a
+// Package invoke runs the executions of the /execute service: a
 // request carries an execution id, code in Python, JavaScript or shell, a
 // timeout, standard input and an event; the result carries the status
 // (success, failed, timeout, error, crashed), the output, the exit code,
@@ -6,7 +6,7 @@
 // its workspace.
 //
 // Python and JavaScript code defines handler(event), AWS Lambda style. A
-// small wrapper, the executor's own file, loads the code, calls the handler
+// small wrapper, the invoker's own file, loads the code, calls the handler
 // with the event and prints its JSON return value between the lines
 // "===SANDBOX_RESULT=== <nonce>" and "===SANDBOX_RESULT_END=== <nonce>"
 // at the end of stdout. The host takes the value from there and removes
@@ -32,4 +32,4 @@
 // could have planted. Without the right to mount, the workspace lives on
 // the host file system bounded per file by the sandbox's file-size limit
 // only, and a warning says so once.
-package executor
+package invoke

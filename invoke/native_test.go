@@ -1,4 +1,4 @@
-package executor
+package invoke
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	_ "github.com/coderunner/coderunner/sandbox/native"
 )
 
-// nativeExecutor is an Executor on the native sandbox, as root.
-func nativeExecutor(t *testing.T, opts Options) *Executor {
+// nativeInvoker is an Invoker on the native sandbox, as root.
+func nativeInvoker(t *testing.T, opts Options) *Invoker {
 	t.Helper()
 	testutil.RequireRoot(t)
 	b, err := backend.Open(context.Background(), "native", backend.Options{})
@@ -29,7 +29,7 @@ func nativeExecutor(t *testing.T, opts Options) *Executor {
 }
 
 func TestNativeHandlers(t *testing.T) {
-	e := nativeExecutor(t, Options{})
+	e := nativeInvoker(t, Options{})
 	requireToolchain(t, "python")
 	for _, tc := range handlerCases {
 		t.Run(tc.name, func(t *testing.T) { runCase(t, e, tc.name, tc.req, tc.want) })
@@ -42,7 +42,7 @@ func TestNativeHandlers(t *testing.T) {
 
 // TestNativeArtifacts is spec 002's User Story 6.
 func TestNativeArtifacts(t *testing.T) {
-	e := nativeExecutor(t, Options{})
+	e := nativeInvoker(t, Options{})
 	requireToolchain(t, "python")
 	code := `import os
 def handler(event):
@@ -84,7 +84,7 @@ def handler(event):
 // rule ask: no host secrets, no network, no host files.
 func TestNativeIsolation(t *testing.T) {
 	t.Setenv("INTERNAL_API_TOKEN", "host-secret-token")
-	e := nativeExecutor(t, Options{})
+	e := nativeInvoker(t, Options{})
 	requireToolchain(t, "python")
 	code := `import os, socket
 def handler(event):
@@ -120,7 +120,7 @@ def handler(event):
 
 // TestNativeWorkspaceCap: a run cannot write more than the workspace cap.
 func TestNativeWorkspaceCap(t *testing.T) {
-	e := nativeExecutor(t, Options{Limits: sandbox.Limits{WorkspaceSize: 2 * sandbox.MiB}})
+	e := nativeInvoker(t, Options{Limits: sandbox.Limits{WorkspaceSize: 2 * sandbox.MiB}})
 	requireToolchain(t, "python")
 	code := `def handler(event):
     try:
@@ -141,7 +141,7 @@ func TestNativeWorkspaceCap(t *testing.T) {
 // TestNativeWorkspaceInodeCap: a run cannot pin kernel memory with files
 // that take no room: the workspace's inodes are capped too.
 func TestNativeWorkspaceInodeCap(t *testing.T) {
-	e := nativeExecutor(t, Options{})
+	e := nativeInvoker(t, Options{})
 	requireToolchain(t, "python")
 	code := `def handler(event):
     try:
