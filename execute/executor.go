@@ -48,7 +48,8 @@ type Options struct {
 	SandboxLimits sandbox.Limits
 }
 
-// Request is one execution, spec 004's execute_with_limits arguments.
+// Request is one execution: the arguments of ExecuteWithLimits and the
+// body of POST /v1/run.
 type Request struct {
 	// Language is a language id or alias of the table ("python3", "js").
 	Language string
@@ -56,7 +57,7 @@ type Request struct {
 	Code string
 	// Stdin is the program's standard input; empty means /dev/null.
 	Stdin string
-	// Limits bound the run; zero fields take the defaults of spec 004.
+	// Limits bound the run; zero fields take DefaultLimits'.
 	Limits ExecutionLimits
 	// SessionID, when set, must match ^[A-Za-z0-9_-]{1,64}$ and is echoed
 	// in the result. The executor keeps no sessions itself: the session
@@ -390,7 +391,7 @@ func SetupErrorResult(req Request, backend string, err error) *Result {
 	return res
 }
 
-// setupError turns a sandbox failure into spec 004's setup_error.
+// setupError turns a sandbox failure into a setup_error result.
 func (e *Executor) setupError(res *Result, err error) {
 	res.Status = StatusSetupError
 	res.ExitCode = ExitSetupError

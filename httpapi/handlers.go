@@ -57,7 +57,8 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, t *tracked) bo
 	return false
 }
 
-// handleExecute is spec 002's POST /execute. The execution does not
+// handleExecute is POST /execute: a handler or script run whose result
+// goes to the control plane. The execution does not
 // depend on the client's connection: once accepted it runs to its end (or
 // to the shutdown) and its result goes to the control plane.
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
@@ -121,7 +122,7 @@ func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *invo
 	writeJSON(w, http.StatusOK, res)
 }
 
-// runRequest is the /v1/run body (contract §6).
+// runRequest is the /v1/run body.
 type runRequest struct {
 	Language  string                  `json:"language"`
 	Code      string                  `json:"code"`
@@ -131,7 +132,7 @@ type runRequest struct {
 	Limits    execute.ExecutionLimits `json:"limits"`
 }
 
-// handleRun is spec 004's POST /v1/run.
+// handleRun is POST /v1/run: one program, its result in the response.
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
 	var rr runRequest
@@ -318,7 +319,7 @@ func (s *Server) cancelled(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("client left before its answer", "event", "client_gone", "request_id", requestID(r.Context()))
 }
 
-// judgeRefusal is a refused judge request: spec 000's ExecutionResult
+// judgeRefusal is a refused judge request: the judge's ExecutionResult
 // (sandbox_error, VALIDATION_ERROR) with the service's error object beside
 // its fields, so that clients of either shape understand it.
 func judgeRefusal(r *http.Request, res judge.ExecutionResult, msg string) (map[string]json.RawMessage, error) {
@@ -334,7 +335,8 @@ func judgeRefusal(r *http.Request, res judge.ExecutionResult, msg string) (map[s
 	return m, err
 }
 
-// handleJudge is spec 000's POST /v1/judge.
+// handleJudge is POST /v1/judge: compile once, run every test case,
+// judge.
 func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
 	req, err := judge.DecodeRequest(body)

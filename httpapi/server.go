@@ -22,17 +22,17 @@ import (
 	"github.com/coderunner/coderunner/judge"
 )
 
-// Executor runs spec 002 executions; *invoke.Invoker is one.
+// Executor runs /execute executions; *invoke.Invoker is one.
 type Executor interface {
 	Run(ctx context.Context, req invoke.Request) *invoke.Result
 }
 
-// Runner runs spec 004 executions; *execute.Executor is one.
+// Runner runs /v1/run executions; *execute.Executor is one.
 type Runner interface {
 	Execute(ctx context.Context, req execute.Request) (*execute.Result, error)
 }
 
-// Judge judges spec 000 requests; *judge.Judge is one.
+// Judge judges /v1/judge requests; *judge.Judge is one.
 type Judge interface {
 	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
 }

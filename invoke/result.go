@@ -6,10 +6,10 @@ import (
 	"github.com/coderunner/coderunner/execute"
 )
 
-// Status is the outcome of an execution as spec 002 names it.
+// Status is the outcome of an /execute execution.
 type Status string
 
-// The statuses of spec 002.
+// The statuses an /execute result takes.
 const (
 	// StatusSuccess: the code ran and exited with code 0.
 	StatusSuccess Status = "success"
@@ -38,7 +38,7 @@ const (
 )
 
 // Result is the outcome of one execution: the /execute response and the
-// body of the control plane's result callback (contract §4.3).
+// body of the control plane's result callback.
 type Result struct {
 	ExecutionID string `json:"execution_id"`
 	Status      Status `json:"status"`

@@ -1,4 +1,4 @@
-// Package judgetest runs small judge requests (spec 000) through runner
+// Package judgetest runs small judge requests through runner
 // and judge on a sandbox backend: compile once, run every test case with
 // its own limits, and give the verdicts. The bwrap and docker backends'
 // tests call Run, so that the judge works on every backend, not only the
