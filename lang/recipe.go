@@ -109,9 +109,9 @@ type Discovery struct {
 }
 
 // UnmarshalYAML decodes a recipe strictly: an unknown key is an error. It
-// also accepts the shapes of the CodeRunner and Code Execution Sandbox
-// specifications' language tables: compile as a bool, compile_command,
-// command for run, and a single extension without its dot.
+// also accepts the older shape of a language entry: compile as a bool,
+// compile_command, command for run, and a single extension without its
+// dot.
 func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: a language recipe must be a mapping", n.Line)
@@ -142,8 +142,8 @@ func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 		case "source":
 			err = v.Decode(&out.Source)
 		case "compile":
-			// The CodeRunner specification writes "compile: true" where
-			// this table says "compiled".
+			// The older shape writes "compile: true" where this
+			// table says "compiled".
 			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
 				err = v.Decode(&out.Compiled)
 				key = "compiled"

@@ -78,7 +78,7 @@ cpp:
   compile: ["{tool}", "-O3", "-std=c++20", "-o", "{binary}", "{source}"]
   image: gcc:13
 python:
-  # The CodeRunner specification's shape.
+  # The older shape: extension without its dot.
   image: "python:3.12-slim"
   extension: "py"
   compile: false
