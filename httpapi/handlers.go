@@ -274,13 +274,7 @@ var (
 // errShuttingDown when the server takes no executions, errQueueFull when
 // there is no room, or the context's error when it ends while waiting.
 func (s *Server) enter(parent context.Context) (ctx context.Context, release func(), err error) {
-	s.mu.Lock()
-	st := s.state
-	if st == stateReady {
-		s.inflight.Add(1)
-	}
-	s.mu.Unlock()
-	switch st {
+	switch s.countIn() {
 	case stateDraining:
 		return nil, nil, errShuttingDown
 	case stateStarting:
