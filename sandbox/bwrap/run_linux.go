@@ -370,7 +370,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	default:
 		res.ExitCode, res.Signal = watch.DecodeExit(ws.ExitStatus())
 	}
-	watch.Decide(res, reason, lim.CPUTime)
+	_ = watch.Decide(res, reason, lim.CPUTime, nil)
 	return res, nil
 }
 

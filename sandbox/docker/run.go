@@ -388,7 +388,7 @@ wait:
 			}
 		}
 	}
-	watch.Decide(res, reason, lim.CPUTime)
+	_ = watch.Decide(res, reason, lim.CPUTime, nil)
 	return res, !killed, nil
 }
 
