@@ -242,15 +242,19 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		}
 	}
 
-	kill := make(chan watch.Reason, 4)
-	stop := func(reason watch.Reason) {
-		select {
-		case kill <- reason:
-		default:
+	cfg := watch.Config{
+		Spec:  s,
+		Drain: drainTimeout,
+		Stuck: func() { b.log.Warn("output still open after the sandbox ended", "run", r.id) },
+	}
+	if g := r.group; g != nil {
+		cfg.Source = func() (watch.Usage, error) {
+			st, err := g.Stats()
+			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
 		}
 	}
-	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
-	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
+	sup := watch.NewSupervisor(cfg)
+	stderr := sup.Stderr()
 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: unable to start bwrap: %w", sandbox.ErrSetup, err)
@@ -265,8 +269,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		_ = f.Close()
 	}
 	r.child = nil
-	go stdout.Drain(outR)
-	go stderr.Drain(errR)
+	sup.Drain(outR, errR)
 	status := readStatus(statusR)
 
 	child, err := r.awaitChild(ctx, status)
@@ -288,90 +291,84 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		return nil, r.bwrapFailed(fmt.Errorf("%w: unable to start the sandbox: %w", sandbox.ErrSetup, err), stderr)
 	}
 	_ = blockW.Close()
-	start := time.Now()
 	if stdinW != nil {
 		go watch.Feed(stdinW, s.Stdin)
 	}
-
-	var source watch.Source
-	if r.group != nil {
-		source = func() (watch.Usage, error) {
-			st, err := r.group.Stats()
-			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
-		}
+	res, err := sup.Run(ctx, &program{r: r, status: status, stderr: stderr})
+	if err != nil {
+		return nil, err
 	}
-	mon := watch.NewMonitor(source, lim, s.SampleInterval, 0, start)
-	go mon.Watch(func() { stop(watch.ReasonCPU) })
-	defer mon.Stop()
-	wall := time.NewTimer(lim.WallTime)
-	defer wall.Stop()
+	res.Warnings = append([]string(nil), b.warnings...)
+	return res, nil
+}
 
-	reason := watch.ReasonNone
+// program is the bwrap side of a run's supervision: the run ends when
+// bwrap exits.
+type program struct {
+	r      *run
+	status *status
+	stderr *watch.Capture
+}
+
+func (p *program) Wait(quit <-chan struct{}) error {
 	select {
-	case <-r.waited:
-	case <-wall.C:
-		reason = watch.ReasonWall
-	case reason = <-kill:
-	case <-ctx.Done():
-		reason = watch.ReasonCancel
+	case <-p.r.waited:
+	case <-quit:
 	}
-	end := time.Now()
-	// Nothing of the run may outlive it.
+	return nil
+}
+
+// Stop kills the run's cgroup and bwrap, whatever happened: nothing of the
+// run may outlive it. If bwrap ended by itself, whether the program ran is
+// bwrap's word on its status pipe, never what came on stderr, which the
+// program shares.
+func (p *program) Stop(reason watch.Reason) error {
+	r := p.r
 	if r.group != nil {
 		_ = r.group.Kill()
 	}
-	_ = cmd.Process.Kill()
+	_ = r.cmd.Process.Kill()
 	<-r.waited
-	mon.Stop()
-	if reason == watch.ReasonCancel {
-		return nil, ctx.Err()
-	}
-	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if reason == watch.ReasonNone && !ws.Signaled() {
-		// bwrap ended by itself: whether the program ran is bwrap's
-		// word on its status pipe, never what came on stderr, which
-		// the program shares.
-		if err := r.programRan(status); err != nil {
-			return nil, r.bwrapFailed(err, stderr)
+	if reason == watch.ReasonNone && !p.waitStatus().Signaled() {
+		if err := r.programRan(p.status); err != nil {
+			return r.bwrapFailed(err, p.stderr)
 		}
 	}
-	drained := time.NewTimer(drainTimeout)
-	defer drained.Stop()
-	for _, c := range []*watch.Capture{stdout, stderr} {
-		select {
-		case <-c.Done():
-		case <-drained.C:
-			b.log.Warn("output still open after the sandbox ended", "run", r.id)
-		}
-	}
+	return nil
+}
 
-	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append([]string(nil), b.warnings...)}
-	res.Stdout, res.StdoutTruncated = stdout.Result()
-	res.Stderr, res.StderrTruncated = stderr.Result()
+func (p *program) waitStatus() syscall.WaitStatus {
+	ws, _ := p.r.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ws
+}
+
+func (p *program) Totals(int64) (watch.Totals, error) {
+	r := p.r
 	if r.group != nil {
 		st, err := r.group.Stats()
 		if err != nil {
-			return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
+			return watch.Totals{}, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
 		}
-		res.CPUTime, res.PeakMemory, res.MemoryExceeded = st.CPU, st.PeakMemory, st.OOMKills > 0
-	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return watch.Totals{CPU: st.CPU, PeakMemory: st.PeakMemory, MemoryExceeded: st.OOMKills > 0}, nil
+	}
+	var tot watch.Totals
+	if ru, ok := r.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		// Without a cgroup only bwrap's own children are counted.
-		res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		res.PeakMemory = ru.Maxrss * 1024
+		tot.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		tot.PeakMemory = ru.Maxrss * 1024
 	}
-	res.Samples = mon.Finish(end, res.CPUTime, res.PeakMemory)
-	if reason == watch.ReasonNone && res.Truncated() {
-		reason = watch.ReasonOutput
+	return tot, nil
+}
+
+// Exit is bwrap's exit status, which is the program's (128+N for a signal),
+// unless bwrap itself was killed: by us, or by the OOM killer.
+func (p *program) Exit(_ *sandbox.Result, reason watch.Reason) (watch.Exit, error) {
+	ws := p.waitStatus()
+	if reason != watch.ReasonNone || ws.Signaled() {
+		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
-	switch {
-	case reason != watch.ReasonNone || ws.Signaled():
-		// bwrap itself was killed: by us, or by the OOM killer.
-		res.ExitCode, res.Signal = -1, syscall.SIGKILL
-	default:
-		res.ExitCode, res.Signal = watch.DecodeExit(ws.ExitStatus())
-	}
-	watch.Decide(res, reason, lim.CPUTime)
-	return res, nil
+	code, sig := watch.DecodeExit(ws.ExitStatus())
+	return watch.Exit{Code: code, Signal: sig}, nil
 }
 
 // prepare makes the run's scratch file systems. As root they are host tmpfs

@@ -208,79 +208,110 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 		return nil, false, fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)
 	}
 
-	kill := make(chan watch.Reason, 4)
-	stop := func(r watch.Reason) {
-		select {
-		case kill <- r:
-		default:
-		}
+	cfg := watch.Config{
+		Spec: s,
+		Source: func() (watch.Usage, error) {
+			u, err := b.read(ctx, bx)
+			return watch.Usage{CPU: u.cpu - before.cpu, Memory: u.memory}, err
+		},
+		Drain: drainTimeout,
+		// The program ended by itself and something it left holds its
+		// output open, or its last output is still on its way (a slow
+		// reader of the stream, a loaded machine): the output goes on
+		// being read while the container is killed, and until the
+		// stream ends.
+		DrainEnded: lingerDrainTimeout,
+		Stuck:      func() { b.log.Warn("output still open after the program ended", "container", bx.id) },
 	}
-	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
-	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, func() { stop(watch.ReasonOutput) }).Keep(s.KeepOutput)
+	if !peakReset {
+		// The samples are the run's peak measure.
+		cfg.MaxPause = statsPause
+	}
+	sup := watch.NewSupervisor(cfg)
 	since := time.Now()
 	hj, err := b.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)
 	}
 	defer hj.Close()
-	start := time.Now()
-	streams := make(chan struct{})
-	go func() {
-		defer close(streams)
+	p := &program{b: b, ctx: ctx, spec: s, bx: bx, hj: &hj, exec: ex.ID, before: before, peakReset: peakReset, since: since, streams: make(chan struct{}), taken: sup.Taken}
+	sup.Copy(func(stdout, stderr io.Writer) {
+		defer close(p.streams)
 		_, _ = stdcopy.StdCopy(stdout, stderr, hj.Reader)
-		_ = stdout.Close()
-		_ = stderr.Close()
-	}()
+	})
 	if s.Stdin != nil {
 		go watch.Feed(closeWriter{&hj}, s.Stdin)
 	}
-	source := func() (watch.Usage, error) {
-		u, err := b.read(ctx, bx)
-		return watch.Usage{CPU: u.cpu - before.cpu, Memory: u.memory}, err
+	res, err := sup.Run(ctx, p)
+	if err != nil {
+		return nil, false, err
 	}
-	pause := time.Duration(0)
-	if !peakReset {
-		// The samples are the run's peak measure.
-		pause = statsPause
-	}
-	mon := watch.NewMonitor(source, lim, s.SampleInterval, pause, start)
-	go mon.Watch(func() { stop(watch.ReasonCPU) })
-	defer mon.Stop()
-	wall := time.NewTimer(lim.WallTime)
-	defer wall.Stop()
+	return res, !p.killed, nil
+}
 
-	reason := watch.ReasonNone
-	exitCode, exited := 0, false
-	streamsDone := streams
+// program is the docker side of a run's supervision: the program is an
+// exec in the container, whose end the engine tells when asked, and whose
+// output comes on one stream.
+type program struct {
+	b         *Backend
+	ctx       context.Context
+	spec      *sandbox.Spec
+	bx        *box
+	hj        *types.HijackedResponse
+	exec      string
+	before    usage
+	peakReset bool
+	since     time.Time
+	// streams is closed when the output stream ended; taken is how much
+	// of the output was taken so far.
+	streams chan struct{}
+	taken   func() int64
+
+	// What Wait saw: the program's exit, and whether its output was still
+	// open.
+	exitCode    int
+	exited      bool
+	streamsOpen bool
+	// What Stop did: the counters at the end, and whether it killed the
+	// container (which then cannot serve another run).
+	after    usage
+	statsErr error
+	killed   bool
+	state    container.InspectResponse
+}
+
+// Wait follows the exec until it exited and its output ended, or stayed
+// open and quiet for lingerTimeout after the exit.
+func (p *program) Wait(quit <-chan struct{}) error {
+	streamsDone := p.streams
+	p.streamsOpen = true
 	poll := time.NewTimer(time.Millisecond)
 	defer poll.Stop()
 	delay := time.Millisecond
 	var linger <-chan time.Time
 	var lingerTaken int64 // output taken when linger was armed
-wait:
 	for {
 		select {
 		case <-streamsDone:
-			streamsDone = nil
+			streamsDone, p.streamsOpen = nil, false
 			poll.Reset(0)
 		case <-poll.C:
-			ins, err := b.cli.ContainerExecInspect(ctx, ex.ID)
+			ins, err := p.b.cli.ContainerExecInspect(p.ctx, p.exec)
 			if err != nil {
-				if ctx.Err() != nil {
-					reason = watch.ReasonCancel
-					break wait
+				if p.ctx.Err() != nil {
+					return p.ctx.Err()
 				}
-				return nil, false, fmt.Errorf("%w: unable to follow the program: %w", sandbox.ErrSetup, err)
+				return fmt.Errorf("%w: unable to follow the program: %w", sandbox.ErrSetup, err)
 			}
 			if !ins.Running && ins.Pid != 0 || !ins.Running && ins.ExitCode != 0 {
-				exitCode, exited = ins.ExitCode, true
+				p.exitCode, p.exited = ins.ExitCode, true
 				if streamsDone == nil {
-					break wait
+					return nil
 				}
 				// Its output is still on its way, or held open by
 				// something it left running.
 				linger = time.After(lingerTimeout)
-				lingerTaken = stdout.Taken() + stderr.Taken()
+				lingerTaken = p.taken()
 				continue
 			}
 			delay = min(2*delay, maxPoll)
@@ -289,107 +320,88 @@ wait:
 			}
 			poll.Reset(delay)
 		case <-linger:
-			if n := stdout.Taken() + stderr.Taken(); n != lingerTaken {
+			if n := p.taken(); n != lingerTaken {
 				// Still flowing: the program's own output, late. The
 				// output caps and the wall limit bound the wait.
 				linger, lingerTaken = time.After(lingerTimeout), n
 				continue
 			}
-			break wait
-		case <-wall.C:
-			reason = watch.ReasonWall
-			break wait
-		case reason = <-kill:
-			break wait
-		case <-ctx.Done():
-			reason = watch.ReasonCancel
-			break wait
+			return nil
+		case <-quit:
+			return nil
 		}
 	}
-	end := time.Now()
-	mon.Stop()
-	after, statsErr := b.read(context.WithoutCancel(ctx), bx)
-	// Anything still running of the program (a limit stopped it, or it
-	// left a child holding its output) dies with the container.
-	killed := reason != watch.ReasonNone || !exited || streamsDone != nil
-	var state container.InspectResponse
-	// The program ended by itself and something it left holds its
-	// output open, or its last output is still on its way (a slow reader
-	// of the stream, a loaded machine): the output goes on being read
-	// while the container is killed, and until the stream ends.
-	lingering := reason == watch.ReasonNone && exited
-	if killed {
-		if !lingering {
-			// Stop reading first: the engine would otherwise block on
-			// a full stream we no longer read and never finish the
-			// kill.
-			hj.Close()
-		}
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = b.cli.ContainerKill(kctx, bx.id, "KILL")
-		state, _ = b.cli.ContainerInspect(kctx, bx.id)
-		cancel()
-	}
-	if reason == watch.ReasonCancel {
-		return nil, false, ctx.Err()
-	}
-	wait := drainTimeout
-	if lingering {
-		wait = lingerDrainTimeout
-	}
-	drained := time.NewTimer(wait)
-	defer drained.Stop()
-	select {
-	case <-streams:
-	case <-drained.C:
-		b.log.Warn("output still open after the program ended", "container", bx.id)
-	}
+}
 
-	res := &sandbox.Result{WallTime: end.Sub(start)}
-	res.Stdout, res.StdoutTruncated = stdout.Result()
-	res.Stderr, res.StderrTruncated = stderr.Result()
-	if statsErr == nil {
-		res.CPUTime = after.cpu - before.cpu
+// Stop reads the counters, then kills the container if anything of the
+// program may still run in it: a limit stopped it, or it left a child
+// holding its output.
+func (p *program) Stop(reason watch.Reason) error {
+	p.after, p.statsErr = p.b.read(context.WithoutCancel(p.ctx), p.bx)
+	p.killed = reason != watch.ReasonNone || !p.exited || p.streamsOpen
+	if !p.killed {
+		return nil
+	}
+	if reason != watch.ReasonNone || !p.exited {
+		// Stop reading first: the engine would otherwise block on a full
+		// stream we no longer read and never finish the kill. The output
+		// of a program that ended by itself goes on being read.
+		p.hj.Close()
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 10*time.Second)
+	defer cancel()
+	_ = p.b.cli.ContainerKill(kctx, p.bx.id, "KILL")
+	p.state, _ = p.b.cli.ContainerInspect(kctx, p.bx.id)
+	return nil
+}
+
+// Totals are the container's counters since the run's start; seen is the
+// measure of a peak the kernel could not start afresh for the run.
+func (p *program) Totals(seen int64) (watch.Totals, error) {
+	var tot watch.Totals
+	bx, before, after := p.bx, p.before, p.after
+	if p.statsErr == nil {
+		tot.CPU = after.cpu - before.cpu
 		switch {
-		case peakReset || bx.runs == 0 || after.peak > before.peak:
+		case p.peakReset || bx.runs == 0 || after.peak > before.peak:
 			// The peak was started for this run, or this run raised the
 			// container's.
-			res.PeakMemory = after.peak
+			tot.PeakMemory = after.peak
 		default:
 			// Below an earlier run's peak: the samples are the measure.
-			res.PeakMemory = max(mon.PeakSeen(), after.memory)
+			tot.PeakMemory = max(seen, after.memory)
 		}
 	}
 	bx.runs++
-	if statsErr == nil && after.oomKills >= 0 && before.oomKills >= 0 {
-		res.MemoryExceeded = after.oomKills > before.oomKills
+	if p.statsErr == nil && after.oomKills >= 0 && before.oomKills >= 0 {
+		tot.MemoryExceeded = after.oomKills > before.oomKills
 	} else {
-		res.MemoryExceeded = b.oomSince(ctx, bx.id, since)
+		tot.MemoryExceeded = p.b.oomSince(p.ctx, bx.id, p.since)
 	}
-	if state.ContainerJSONBase != nil && state.State != nil && state.State.OOMKilled {
-		res.MemoryExceeded = true
+	if p.state.ContainerJSONBase != nil && p.state.State != nil && p.state.State.OOMKilled {
+		tot.MemoryExceeded = true
 	}
-	res.Samples = mon.Finish(end, res.CPUTime, res.PeakMemory)
-	if reason == watch.ReasonNone && res.Truncated() {
-		reason = watch.ReasonOutput
+	return tot, nil
+}
+
+// Exit is the exec's exit code (128+N for a signal), unless the program
+// was killed with the container. An exit that says the container could not
+// be readied, or the program not executed, is a setup error.
+func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, error) {
+	if reason != watch.ReasonNone || !p.exited {
+		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
-	switch {
-	case reason != watch.ReasonNone || !exited:
-		res.ExitCode, res.Signal = -1, syscall.SIGKILL
-	default:
-		res.ExitCode, res.Signal = watch.DecodeExit(exitCode)
-		if exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
-			bx.runs++
-			return nil, false, fmt.Errorf("%w: %s", errPrelude, strings.TrimSpace(string(res.Stderr)))
+	code, sig := watch.DecodeExit(p.exitCode)
+	if p.exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
+		p.bx.runs++
+		return watch.Exit{}, fmt.Errorf("%w: %s", errPrelude, strings.TrimSpace(string(res.Stderr)))
+	}
+	if p.exitCode == 126 || p.exitCode == 127 {
+		if msg := string(res.Stderr); strings.HasPrefix(msg, "/usr/bin/env: ") || strings.Contains(msg, "exec failed") {
+			return watch.Exit{}, fmt.Errorf("%w: image %s cannot run %s: %s", sandbox.ErrSetup, p.bx.image, p.spec.Args[0], strings.TrimSpace(msg))
 		}
-		if exitCode == 126 || exitCode == 127 {
-			if msg := string(res.Stderr); strings.HasPrefix(msg, "/usr/bin/env: ") || strings.Contains(msg, "exec failed") {
-				return nil, false, fmt.Errorf("%w: image %s cannot run %s: %s", sandbox.ErrSetup, bx.image, s.Args[0], strings.TrimSpace(msg))
-			}
-		}
 	}
-	watch.Decide(res, reason, lim.CPUTime)
-	return res, !killed, nil
+	return watch.Exit{Code: code, Signal: sig}, nil
 }
 
 // errPrelude means the container could not be readied for the run.

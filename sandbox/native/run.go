@@ -31,15 +31,6 @@ import (
 // happen; the bound is a guard, not a policy.
 const drainTimeout = 2 * time.Second
 
-// kill reasons, in order of precedence.
-const (
-	killNone = iota
-	killOutput
-	killWall
-	killCPU
-	killCancel
-)
-
 // Run executes spec in fresh namespaces. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s, err := sandbox.PreparedToRun(ctx, spec)
@@ -124,7 +115,7 @@ func (r *run) close() {
 }
 
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
-	s, lim := r.spec, r.spec.Limits
+	s := r.spec
 	if err := r.plan(); err != nil {
 		return nil, err
 	}
@@ -134,134 +125,49 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}
 	r.sandbox = sp
 
-	kill := make(chan int, 4)
-	stop := func(reason int) {
-		select {
-		case kill <- reason:
-		default:
+	p := &program{r: r, sp: sp, status: make(chan []byte, 1)}
+	cfg := watch.Config{
+		Spec: s,
+		// Past an output cap the tree is stopped at once, from the
+		// reading goroutine: frozen and killed through its cgroup, so
+		// that it cannot take one more step.
+		Halt: func() {
+			if sp.group != nil {
+				_ = sp.group.Kill()
+			}
+			_ = sp.proc.Kill()
+		},
+		Drain: drainTimeout,
+		Stuck: func() { r.b.log.Warn("output still open after the sandbox ended", "run", r.id) },
+	}
+	if g := sp.group; g != nil {
+		cfg.Source = func() (watch.Usage, error) {
+			st, err := g.Stats()
+			return watch.Usage{CPU: st.CPU - r.base.CPU, Memory: st.Memory}, err
 		}
 	}
-	// Past an output cap the tree is stopped at once, from the reading
-	// goroutine: frozen and killed through its cgroup, so that it cannot
-	// take one more step.
-	overOutput := func() {
-		stop(killOutput)
-		if sp.group != nil {
-			_ = sp.group.Kill()
-		}
-		_ = sp.proc.Kill()
-	}
-	stdout := watch.NewCapture(lim.OutputBytes, s.Stdout, overOutput).Keep(s.KeepOutput)
-	stderr := watch.NewCapture(lim.OutputBytes, s.Stderr, overOutput).Keep(s.KeepOutput)
-	go stdout.Drain(sp.stdout)
-	go stderr.Drain(sp.stderr)
-	status := make(chan []byte, 1)
+	sup := watch.NewSupervisor(cfg)
+	sup.Drain(sp.stdout, sp.stderr)
 	go func() {
 		line, _ := readLine(sp.status, 4096)
-		status <- line
+		p.status <- line
 	}()
 
 	// The second phase is also the go signal: the init blocks on it.
 	if err := r.send(sp); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	r.fed = true
 	if s.Stdin != nil {
 		go watch.Feed(sp.stdin, s.Stdin)
 	} else {
 		_ = sp.stdin.Close()
 	}
-
-	var source watch.Source
-	if g := sp.group; g != nil {
-		source = func() (watch.Usage, error) {
-			st, err := g.Stats()
-			return watch.Usage{CPU: st.CPU - r.base.CPU, Memory: st.Memory}, err
-		}
-	}
-	mon := watch.NewMonitor(source, lim, s.SampleInterval, 0, start)
-	go mon.Watch(func() { stop(killCPU) })
-	defer mon.Stop()
-
-	wall := time.NewTimer(lim.WallTime)
-	defer wall.Stop()
-
-	// The init reports the program's end on its status pipe before it
-	// exits; that report, not the init's exit, ends the run.
-	reason := killNone
-	var msg []byte
-	reported := false
-	select {
-	case msg = <-status:
-		reported = true
-	case <-wall.C:
-		reason = killWall
-	case reason = <-kill:
-	case <-ctx.Done():
-		reason = killCancel
-	}
-	end := time.Now()
-	// Nothing of the run may outlive it: kill the init, and with it the
-	// PID namespace, whatever happened. An init kept for a series reports
-	// the end only once it has killed everything else itself.
-	ended := reported && reason == killNone && r.series != nil && bytes.HasPrefix(msg, []byte("X "))
-	if !ended {
-		_ = sp.proc.Kill()
-	}
-	if reason != killNone && sp.group != nil {
-		_ = sp.group.Kill()
-	}
-	mon.Stop()
-	if reason == killCancel {
-		return nil, ctx.Err()
-	}
-
-	drained, cancel := context.WithTimeout(context.Background(), drainTimeout)
-	defer cancel()
-	if !reported {
-		select {
-		case msg = <-status:
-		case <-drained.Done():
-		}
-	}
-	for _, c := range []*watch.Capture{stdout, stderr} {
-		select {
-		case <-c.Done():
-		case <-drained.Done():
-			r.b.log.Warn("output still open after the sandbox ended", "run", r.id)
-		}
-	}
-
-	res := &sandbox.Result{WallTime: end.Sub(start), Warnings: append(r.warnings, r.b.warnings...)}
-	res.Stdout, res.StdoutTruncated = stdout.Result()
-	res.Stderr, res.StderrTruncated = stderr.Result()
-	var state *os.ProcessState
-	if sp.group != nil {
-		st, err := sp.group.Stats()
-		if err != nil {
-			return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
-		}
-		res.CPUTime = st.CPU - r.base.CPU
-		res.PeakMemory = st.PeakMemory
-		res.MemoryExceeded = st.OOMKills > r.base.OOMKills
-	} else {
-		// Without a cgroup the init's rusage, which includes the
-		// program it reaped, is all there is.
-		state = sp.wait()
-		if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
-			res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			res.PeakMemory = ru.Maxrss * 1024
-		}
-	}
-	res.Samples = mon.Finish(end, res.CPUTime, res.PeakMemory)
-	if reason == killNone && res.Truncated() {
-		// The program ended before the kill for its output landed.
-		reason = killOutput
-	}
-	if err := r.verdict(res, msg, state, reason); err != nil {
+	res, err := sup.Run(ctx, p)
+	if err != nil {
 		return nil, err
 	}
+	res.Warnings = append(r.warnings, r.b.warnings...)
 	// A host workspace is the caller's: nothing of the sandbox may still
 	// run when the caller gets it back. The init reports the end only
 	// once it is alone in the sandbox, every other process killed and
@@ -269,67 +175,116 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	// for the init's end, which the kernel holds back until the rest of
 	// the namespace is gone. A private workspace dies with the namespace.
 	// Either way the teardown can then finish after the result is out.
-	r.detach = s.Workspace == "" || bytes.HasPrefix(msg, []byte("X "))
+	r.detach = s.Workspace == "" || bytes.HasPrefix(p.msg, []byte("X "))
 	// A sandbox whose program ended by itself, within its memory, has
 	// cleaned up after it, and can serve the series again.
-	r.keep = ended && !res.MemoryExceeded
+	r.keep = p.ended && !res.MemoryExceeded
 	return res, nil
 }
 
-// verdict turns the init's report and the kill reason into the Status.
-func (r *run) verdict(res *sandbox.Result, msg []byte, state *os.ProcessState, reason int) error {
-	line := strings.TrimSpace(string(msg))
-	ws := syscall.WaitStatus(0)
-	known := false
+// program is the native side of a run's supervision: the init reports the
+// program's end on its status pipe before it exits; that report, not the
+// init's exit, ends the run.
+type program struct {
+	r  *run
+	sp *started
+	// status receives the init's report; msg is the report once read,
+	// reported whether it came before the run was stopped.
+	status   chan []byte
+	msg      []byte
+	reported bool
+	// ended is set when the init, kept for a series, reported the end
+	// itself: it killed everything else and lives on.
+	ended bool
+	// state is the init's exit, once waited for.
+	state *os.ProcessState
+}
+
+func (p *program) Wait(quit <-chan struct{}) error {
+	select {
+	case p.msg = <-p.status:
+		p.reported = true
+	case <-quit:
+	}
+	return nil
+}
+
+// Stop kills the init, and with it the PID namespace, whatever happened:
+// nothing of the run may outlive it. An init kept for a series reports the
+// end only once it has killed everything else itself.
+func (p *program) Stop(reason watch.Reason) error {
+	sp := p.sp
+	p.ended = p.reported && reason == watch.ReasonNone && p.r.series != nil && bytes.HasPrefix(p.msg, []byte("X "))
+	if !p.ended {
+		_ = sp.proc.Kill()
+	}
+	if reason != watch.ReasonNone && sp.group != nil {
+		_ = sp.group.Kill()
+	}
+	return nil
+}
+
+// Settle waits for the init's report if the run was stopped before it.
+func (p *program) Settle(ctx context.Context) {
+	if p.reported {
+		return
+	}
+	select {
+	case p.msg = <-p.status:
+	case <-ctx.Done():
+	}
+}
+
+func (p *program) Totals(int64) (watch.Totals, error) {
+	sp, base := p.sp, p.r.base
+	if sp.group != nil {
+		st, err := sp.group.Stats()
+		if err != nil {
+			return watch.Totals{}, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
+		}
+		return watch.Totals{CPU: st.CPU - base.CPU, PeakMemory: st.PeakMemory, MemoryExceeded: st.OOMKills > base.OOMKills}, nil
+	}
+	// Without a cgroup the init's rusage, which includes the program it
+	// reaped, is all there is.
+	var tot watch.Totals
+	p.state = sp.wait()
+	if ru, ok := p.state.SysUsage().(*syscall.Rusage); ok {
+		tot.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		tot.PeakMemory = ru.Maxrss * 1024
+	}
+	return tot, nil
+}
+
+// Exit reads the init's report: "X status" with the program's wait
+// status, or "E why" when the setup failed. Without a report the init
+// itself was killed: by us, or by the OOM killer.
+func (p *program) Exit(_ *sandbox.Result, reason watch.Reason) (watch.Exit, error) {
+	line := strings.TrimSpace(string(p.msg))
 	switch {
 	case strings.HasPrefix(line, "X "):
 		n, err := strconv.Atoi(line[2:])
 		if err != nil {
-			return fmt.Errorf("%w: malformed report from sandbox init: %q", sandbox.ErrSetup, line)
+			return watch.Exit{}, fmt.Errorf("%w: malformed report from sandbox init: %q", sandbox.ErrSetup, line)
 		}
-		ws, known = syscall.WaitStatus(n), true
-	case strings.HasPrefix(line, "E ") && reason == killNone:
-		if strings.HasPrefix(line, "E attach workspace") && !r.b.noAttach.Swap(true) {
+		ws := syscall.WaitStatus(n)
+		if ws.Signaled() {
+			return watch.Exit{Code: -1, Signal: ws.Signal()}, nil
+		}
+		return watch.Exit{Code: ws.ExitStatus()}, nil
+	case strings.HasPrefix(line, "E ") && reason == watch.ReasonNone:
+		if strings.HasPrefix(line, "E attach workspace") && !p.r.b.noAttach.Swap(true) {
 			// This kernel does not attach a mount made on the host in
 			// the sandbox's namespace: later runs bind the workspace.
-			r.b.log.Warn("a workspace's mount cannot be attached in a sandbox; runs with a host workspace start a new sandbox", "error", line[2:])
+			p.r.b.log.Warn("a workspace's mount cannot be attached in a sandbox; runs with a host workspace start a new sandbox", "error", line[2:])
 		}
-		return fmt.Errorf("%w: %s", sandbox.ErrSetup, line[2:])
+		return watch.Exit{}, fmt.Errorf("%w: %s", sandbox.ErrSetup, line[2:])
 	}
-	switch {
-	case !known:
-		// The init itself was killed: by us, or by the OOM killer.
-		res.ExitCode, res.Signal = -1, syscall.SIGKILL
-	case ws.Signaled():
-		res.ExitCode, res.Signal = -1, ws.Signal()
-	default:
-		res.ExitCode = ws.ExitStatus()
-	}
-	switch {
-	case reason == killOutput:
-		res.Status = sandbox.StatusOutputLimit
-	case reason == killWall:
-		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "wall"
-	case reason == killCPU:
-		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "cpu"
-	case res.Signal == syscall.SIGXCPU || (res.Signal == syscall.SIGKILL && res.CPUTime >= r.spec.Limits.CPUTime):
-		// The rlimit backstop fired before the monitor did.
-		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "cpu"
-	case res.MemoryExceeded && res.Signal == syscall.SIGKILL:
-		res.Status = sandbox.StatusMemoryLimit
-	case !known:
-		if state == nil {
-			state = r.sandbox.wait()
+	return watch.Exit{Code: -1, Signal: syscall.SIGKILL, Lost: func() error {
+		if p.state == nil {
+			p.state = p.sp.wait()
 		}
-		return fmt.Errorf("%w: %w (%v)", sandbox.ErrSetup, errInitDied, state)
-	case res.Signal != 0:
-		res.Status = sandbox.StatusSignaled
-	case res.ExitCode != 0:
-		res.Status = sandbox.StatusNonzeroExit
-	default:
-		res.Status = sandbox.StatusOK
-	}
-	return nil
+		return fmt.Errorf("%w: %w (%v)", sandbox.ErrSetup, errInitDied, p.state)
+	}}, nil
 }
 
 // readLine reads the init's one-line report: it returns as soon as the

@@ -36,10 +36,12 @@ func DecodeExit(code int) (exit int, sig syscall.Signal) {
 
 // Decide sets res.Status (and res.TimeLimit) from why the run was stopped
 // and what the program did; res's exit code, signal, CPU time and OOM flag
-// must be filled in. It follows the native backend's order: a limit the
-// backend enforced first, then the rlimit backstop, then the OOM killer,
-// then how the program ended.
-func Decide(res *sandbox.Result, reason Reason, cpuLimit time.Duration) {
+// must be filled in. It is the one place where every backend's verdict is
+// made, in this order: a limit the backend enforced first, then the rlimit
+// backstop, then the OOM killer, then how the program ended. lost, when
+// not nil, says how the program ended is not known (it reads as killed):
+// unless a limit explains that, the run fails with lost's error.
+func Decide(res *sandbox.Result, reason Reason, cpuLimit time.Duration, lost func() error) error {
 	switch {
 	case reason == ReasonOutput:
 		res.Status = sandbox.StatusOutputLimit
@@ -48,9 +50,12 @@ func Decide(res *sandbox.Result, reason Reason, cpuLimit time.Duration) {
 	case reason == ReasonCPU:
 		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "cpu"
 	case res.Signal == syscall.SIGXCPU || (res.Signal == syscall.SIGKILL && res.CPUTime >= cpuLimit):
+		// The rlimit backstop fired before the monitor did.
 		res.Status, res.TimeLimit = sandbox.StatusTimeLimit, "cpu"
 	case res.MemoryExceeded && res.Signal == syscall.SIGKILL:
 		res.Status = sandbox.StatusMemoryLimit
+	case lost != nil:
+		return lost()
 	case res.Signal != 0:
 		res.Status = sandbox.StatusSignaled
 	case res.ExitCode != 0:
@@ -58,6 +63,7 @@ func Decide(res *sandbox.Result, reason Reason, cpuLimit time.Duration) {
 	default:
 		res.Status = sandbox.StatusOK
 	}
+	return nil
 }
 
 // Feed copies the program's input into w and closes w. A program that

@@ -115,7 +115,9 @@ func TestDecide(t *testing.T) {
 		{"killed over the cpu limit", sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL, CPUTime: 2 * limit}, ReasonNone, sandbox.StatusTimeLimit, "cpu"},
 	} {
 		res := tc.res
-		Decide(&res, tc.reason, limit)
+		if err := Decide(&res, tc.reason, limit, nil); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 		if res.Status != tc.want || res.TimeLimit != tc.kind {
 			t.Errorf("%s: %s %q, want %s %q", tc.name, res.Status, res.TimeLimit, tc.want, tc.kind)
 		}
@@ -147,5 +149,26 @@ func TestMonitorCPULimit(t *testing.T) {
 	}
 	if m.PeakSeen() < int64(100*time.Millisecond) {
 		t.Fatalf("peak seen %d", m.PeakSeen())
+	}
+}
+
+// TestDecideLost: a killed program whose end the backend cannot tell is
+// the backend's error, unless a limit or the OOM killer explains the kill.
+func TestDecideLost(t *testing.T) {
+	died := errors.New("init died")
+	lost := func() error { return died }
+	killed := sandbox.Result{ExitCode: -1, Signal: syscall.SIGKILL}
+	res := killed
+	if err := Decide(&res, ReasonNone, time.Second, lost); !errors.Is(err, died) {
+		t.Fatalf("unexplained kill: %v, want the backend's error", err)
+	}
+	res = killed
+	res.MemoryExceeded = true
+	if err := Decide(&res, ReasonNone, time.Second, lost); err != nil || res.Status != sandbox.StatusMemoryLimit {
+		t.Fatalf("OOM kill: %v, %s", err, res.Status)
+	}
+	res = killed
+	if err := Decide(&res, ReasonCPU, time.Second, lost); err != nil || res.Status != sandbox.StatusTimeLimit {
+		t.Fatalf("CPU limit: %v, %s", err, res.Status)
 	}
 }
