@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -144,7 +143,7 @@ func unmountBelow(dir string, log *slog.Logger) {
 		if len(fields) < 5 {
 			continue
 		}
-		p := unescapeMountPath(fields[4])
+		p := mountpoint.Unescape(fields[4])
 		if p == dir || strings.HasPrefix(p, dir+"/") {
 			points = append(points, p)
 		}
@@ -155,26 +154,6 @@ func unmountBelow(dir string, log *slog.Logger) {
 			log.Warn("unable to unmount a stale session workspace", "path", p, "error", err)
 		}
 	}
-}
-
-// unescapeMountPath decodes the octal escapes (\040 for a space) of a
-// mountinfo path.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // mountTmpfs mounts a tmpfs of size bytes and inodes files on dir. No
