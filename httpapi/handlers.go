@@ -57,10 +57,9 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, t *tracked) bo
 	return false
 }
 
-// handleExecute is POST /execute: a handler or script run whose result
-// goes to the control plane. The execution does not
-// depend on the client's connection: once accepted it runs to its end (or
-// to the shutdown) and its result goes to the control plane.
+// handleExecute is POST /execute: a handler or a script. The execution
+// does not depend on the client's connection: once accepted it runs to its
+// end (or to the shutdown) and its result goes to the control plane.
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
 	req, err := invoke.DecodeRequest(body)
@@ -150,11 +149,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.refuseRun(w, r, err, rr.Timeout != nil)
 		return
 	}
-	if s.runner == nil {
-		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/run is not configured on this server")
-		return
-	}
-	ctx, release, ok := s.clientRun(w, r)
+	ctx, release, ok := s.clientRun(w, r, s.runner != nil, "/v1/run")
 	if !ok {
 		return
 	}
@@ -242,10 +237,15 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 	writeError(w, r, status, code, field+": "+err.Error())
 }
 
-// clientRun admits a request whose work ends when its client leaves or
-// the server drains, and takes a slot for it. ok is false when it was
-// answered already.
-func (s *Server) clientRun(w http.ResponseWriter, r *http.Request) (ctx context.Context, release func(), ok bool) {
+// clientRun admits a request to endpoint whose work ends when its client
+// leaves or the server drains, and takes a slot for it; configured false
+// answers that the server does not serve endpoint. ok is false when the
+// request was answered already.
+func (s *Server) clientRun(w http.ResponseWriter, r *http.Request, configured bool, endpoint string) (ctx context.Context, release func(), ok bool) {
+	if !configured {
+		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, endpoint+" is not configured on this server")
+		return nil, nil, false
+	}
 	ctx, release, err := s.enter(r.Context())
 	switch {
 	case err == nil:
@@ -349,11 +349,7 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 		s.refuseJudge(w, r, req.RequestID, err)
 		return
 	}
-	if s.judge == nil {
-		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/judge is not configured on this server")
-		return
-	}
-	ctx, release, ok := s.clientRun(w, r)
+	ctx, release, ok := s.clientRun(w, r, s.judge != nil, "/v1/judge")
 	if !ok {
 		return
 	}
