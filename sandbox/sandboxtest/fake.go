@@ -34,8 +34,8 @@ type Step func(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error)
 // of them answers is unexpected: it fails T, when set, and returns an
 // error. A Step's result with no Status is StatusOK.
 //
-// Its fields are set before the first run; it is safe for concurrent
-// runs.
+// Its fields are not guarded: set them while no run is under way. Runs
+// may be concurrent.
 type Fake struct {
 	// BackendName is what Name returns; empty means "fake".
 	BackendName string
