@@ -15,7 +15,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
-	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -61,20 +61,8 @@ func requireLang(t *testing.T, c *CodeRunner, id string) {
 	testutil.Require(t, tc.Available, id+" toolchain: "+tc.Reason)
 }
 
-// fakeBackend answers every run with res and err, or fails the test when
-// a run is not expected.
-type fakeBackend struct {
-	res *sandbox.Result
-	err error
-}
-
-func (f *fakeBackend) Name() string { return "fake" }
-
-func (f *fakeBackend) Run(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
-	return f.res, f.err
-}
-
-func newFake(t *testing.T, f *fakeBackend) *CodeRunner {
+// newFake returns a CodeRunner on a fake backend.
+func newFake(t *testing.T, f *sandboxtest.Fake) *CodeRunner {
 	t.Helper()
 	c, err := New(context.Background(), Options{
 		Sandbox:    f,
@@ -141,7 +129,7 @@ func TestExecuteCodeOptions(t *testing.T) {
 }
 
 func TestSetupError(t *testing.T) {
-	c := newFake(t, &fakeBackend{err: errors.New("cgroup vanished")})
+	c := newFake(t, &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{sandboxtest.Fails(errors.New("cgroup vanished"))}})
 	res, err := c.ExecuteCode(context.Background(), "bash", "echo hi")
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +140,7 @@ func TestSetupError(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	c := newFake(t, &fakeBackend{err: errors.New("must not run")})
+	c := newFake(t, &sandboxtest.Fake{T: t}) // no run is expected
 	bad := "../etc"
 	tests := []struct {
 		name     string
@@ -393,7 +381,7 @@ func TestJudge(t *testing.T) {
 }
 
 func TestJudgeWithoutEngine(t *testing.T) {
-	c := newFake(t, &fakeBackend{})
+	c := newFake(t, &sandboxtest.Fake{T: t})
 	c.judge = judge.New(brokenEngine{errors.New("no cache directory")}, judge.Options{})
 	res := c.Execute(context.Background(), ExecutionRequest{Language: "python", Code: "print(1)", TestCases: []TestCase{{Input: "", ExpectedOutput: "1"}}})
 	if res.Status != judge.StatusSandboxError || res.ErrorInfo == nil || !strings.Contains(res.ErrorInfo.Message, "no cache directory") {

@@ -7,34 +7,85 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner"
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
-// ExecuteCode runs a snippet with spec 004's defaults. (Not run by go
-// test: it needs a working sandbox; the package's tests run the same
-// calls when one is available.)
-func ExampleExecuteCode() {
-	res, err := coderunner.ExecuteCode(context.Background(), "python", "print('Hello, World!')")
+// The examples that run code build their CodeRunner on a fake backend
+// (Options.Sandbox), which runs nothing and answers each program as it is
+// told, and on testdata/examples.yaml, whose python needs nothing from
+// the host: so they run, and check their output, on any machine. With
+// the zero Options the same calls run in the strongest sandbox that
+// works here, and the package-level ExecuteCode and ExecuteWithLimits
+// make them on such a CodeRunner (Default).
+
+// ExecuteCode runs a snippet with the default limits.
+func ExampleCodeRunner_ExecuteCode() {
+	fake := &sandboxtest.Fake{Programs: map[string]sandboxtest.Step{
+		"/usr/bin/python3": sandboxtest.Returns(sandbox.Result{Stdout: []byte("Hello, World!\n")}),
+	}}
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{
+		Sandbox:    fake,
+		ConfigFile: "testdata/examples.yaml",
+		// Nothing from the environment (CODERUNNER_*) either.
+		LookupEnv: func(string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cr.Close()
+	res, err := cr.ExecuteCode(ctx, "python", "print('Hello, World!')")
 	if err != nil {
 		fmt.Println("refused:", err)
 		return
 	}
 	fmt.Print(res.Stdout)
-	fmt.Println(res.Status, res.ExitCode)
+	fmt.Println(res.Status, res.ExitCode, res.LimitsApplied.TimeLimitSeconds, res.LimitsApplied.MemoryLimitMB)
+	fmt.Println(fake.Last().Args)
+	// Output:
+	// Hello, World!
+	// success 0 30 256
+	// [/usr/bin/python3 /workspace/main.py]
 }
 
 // ExecuteWithLimits reports the resources a run used and the limits it
 // was held to.
-func ExampleExecuteWithLimits() {
+func ExampleCodeRunner_ExecuteWithLimits() {
+	fake := &sandboxtest.Fake{Programs: map[string]sandboxtest.Step{
+		"/usr/bin/python3": sandboxtest.Returns(sandbox.Result{
+			WallTime: 40 * time.Millisecond, CPUTime: 30 * time.Millisecond, PeakMemory: 50 * sandbox.MiB,
+		}),
+	}}
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{
+		Sandbox:    fake,
+		ConfigFile: "testdata/examples.yaml",
+		LookupEnv:  func(string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cr.Close()
 	limits := coderunner.ExecutionLimits{TimeLimit: 10, MemoryLimit: 128}
-	res, err := coderunner.ExecuteWithLimits(context.Background(), "python", "x = bytearray(50 << 20)", limits)
+	res, err := cr.ExecuteWithLimits(ctx, "python", "x = bytearray(50 << 20)", limits)
 	if err != nil {
 		fmt.Println("refused:", err)
 		return
 	}
-	fmt.Printf("%s: peak %.0f MB of %d MB\n", res.Status, res.ResourceUsage.MemoryPeakMB, res.LimitsApplied.MemoryLimitMB)
+	fmt.Printf("%s: peak %.0f MB of %d MB, %.2f s of %g s\n", res.Status, res.ResourceUsage.MemoryPeakMB,
+		res.LimitsApplied.MemoryLimitMB, res.ExecutionTime, res.LimitsApplied.TimeLimitSeconds)
+	fmt.Println(fake.Last().Limits.Memory>>20, fake.Last().Limits.WallTime)
+	// Output:
+	// success: peak 50 MB of 128 MB, 0.04 s of 10 s
+	// 128 10s
 }
 
-// A session keeps its workspace between calls.
+// A session keeps its workspace between calls. (Not run by go test:
+// a session's workspace is a size-capped tmpfs, which needs root; the
+// package's tests run sessions where they can.)
 func ExampleWithSession() {
 	ctx := context.Background()
 	cr, err := coderunner.New(ctx, coderunner.Options{})
@@ -57,17 +108,29 @@ func ExampleExecutionLimits_Validate() {
 	// Output: invalid execution limits: memory_limit 8 must be between 16 and 8192 MB
 }
 
-// A refused request still yields spec 004's result, with the error.
+// A refused request still yields a result, with the error; the
+// sandbox is never asked.
 func ExampleCodeRunner_ExecuteCode_refused() {
-	cr, err := coderunner.New(context.Background(), coderunner.Options{})
+	fake := &sandboxtest.Fake{}
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{
+		Sandbox:    fake,
+		ConfigFile: "testdata/examples.yaml",
+		LookupEnv:  func(string) (string, bool) { return "", false },
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer cr.Close()
-	res, err := cr.ExecuteCode(context.Background(), "cobol", "DISPLAY 'HI'.")
-	fmt.Println(err != nil, res.Status)
+	res, err := cr.ExecuteCode(ctx, "cobol", "DISPLAY 'HI'.")
+	fmt.Println(err != nil, res.Status, res.ExitCode)
 	fmt.Println(res.Message())
+	fmt.Println(fake.Runs(), "runs")
+	// Output:
+	// true setup_error -1
+	// Unsupported language: cobol. Supported languages: bash, c, cpp, go, java, javascript, python, python3, rust.
+	// 0 runs
 }
 
 // ResourceMonitor samples a process while it runs.
@@ -86,21 +149,49 @@ func ExampleResourceMonitor() {
 	// Output: 3 true
 }
 
-// The judge compiles once and runs every test case.
+// The judge prepares the program once (a compiled language is compiled
+// once) and runs every test case, comparing each output with the one
+// expected.
 func ExampleCodeRunner_Execute() {
+	// The program prints 3 whatever its input: right for the first test,
+	// wrong for the second.
+	fake := &sandboxtest.Fake{Programs: map[string]sandboxtest.Step{
+		"/usr/bin/python3": sandboxtest.Returns(sandbox.Result{Stdout: []byte("3\n")}),
+	}}
+	cache, err := os.MkdirTemp("", "coderunner-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(cache)
 	ctx := context.Background()
-	cr, err := coderunner.New(ctx, coderunner.Options{})
+	cr, err := coderunner.New(ctx, coderunner.Options{
+		Sandbox:    fake,
+		ConfigFile: "testdata/examples.yaml",
+		LookupEnv:  func(string) (string, bool) { return "", false },
+		CacheDir:   cache,
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer cr.Close()
 	res := cr.Execute(ctx, coderunner.ExecutionRequest{
-		Language:  "python",
-		Code:      "print(sum(map(int, input().split())))",
-		TestCases: []coderunner.TestCase{{Input: "1 2\n", ExpectedOutput: "3\n"}},
+		Language: "python",
+		Code:     "print(sum(map(int, input().split())))",
+		TestCases: []coderunner.TestCase{
+			{ID: "small", Input: "1 2\n", ExpectedOutput: "3\n"},
+			{ID: "negative", Input: "-1 -2\n", ExpectedOutput: "-3\n"},
+		},
 	})
 	fmt.Println(res.Status, res.Summary)
+	for _, t := range res.TestResults {
+		fmt.Printf("%s: %s, output %q\n", t.TestID, t.Status, t.ActualOutput)
+	}
+	// Output:
+	// some_passed 1/2 test cases passed
+	// small: passed, output "3\n"
+	// negative: wrong_answer, output "3\n"
 }
 
 // Fleet artifacts become judge requests.

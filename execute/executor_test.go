@@ -14,6 +14,7 @@ import (
 
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
 func TestStatusMapping(t *testing.T) {
@@ -55,7 +56,7 @@ func TestStatusMapping(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.res.WallTime = 20 * ms
-			e, _, _ := newTest(t, returns(tt.res))
+			e, _, _ := newTest(t, sandboxtest.Returns(tt.res))
 			res, err := e.Execute(context.Background(), Request{Language: "script", Code: "x",
 				Limits: ExecutionLimits{TimeLimit: 2, MemoryLimit: 64}})
 			if err != nil {
@@ -88,7 +89,7 @@ func TestStatusMapping(t *testing.T) {
 
 func TestRunSpec(t *testing.T) {
 	var ws, tmp string
-	e, fb, tmpDir := newTest(t, func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+	e, fb, tmpDir := newTest(t, func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 		ws = spec.Workspace
 		fi, err := os.Stat(ws)
 		if err != nil {
@@ -119,10 +120,10 @@ func TestRunSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fb.specs) != 1 {
-		t.Fatalf("%d runs, want 1", len(fb.specs))
+	if len(fb.Specs()) != 1 {
+		t.Fatalf("%d runs, want 1", len(fb.Specs()))
 	}
-	spec := fb.specs[0]
+	spec := fb.Specs()[0]
 	if want := []string{"/usr/bin/script-interp", "-q", "/workspace/main.sc"}; !slices.Equal(spec.Args, want) {
 		t.Errorf("args %q, want %q", spec.Args, want)
 	}
@@ -172,26 +173,26 @@ func readAll(spec *sandbox.Spec) (string, error) {
 }
 
 func TestNoStdinMeansDevNull(t *testing.T) {
-	e, fb, _ := newTest(t, returns(sandbox.Result{Status: sandbox.StatusOK}))
+	e, fb, _ := newTest(t, sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK}))
 	if _, err := e.Execute(context.Background(), Request{Language: "script", Code: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if fb.specs[0].Stdin != nil {
+	if fb.Specs()[0].Stdin != nil {
 		t.Error("stdin set without input; the program must get /dev/null")
 	}
-	if got := fb.specs[0].Limits; got.WallTime != 30*time.Second || got.Memory != 256<<20 || got.Processes != 50 || got.OutputBytes != 100000 || got.CPUs != 0.5 {
+	if got := fb.Specs()[0].Limits; got.WallTime != 30*time.Second || got.Memory != 256<<20 || got.Processes != 50 || got.OutputBytes != 100000 || got.CPUs != 0.5 {
 		t.Errorf("default limits %+v", got)
 	}
 }
 
 func TestCompiled(t *testing.T) {
-	compile := func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+	compile := func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 		if err := os.WriteFile(filepath.Join(spec.Workspace, "main"), []byte("ELF"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		return &sandbox.Result{Status: sandbox.StatusOK, WallTime: time.Second, Warnings: []string{"compile warning"}}, nil
 	}
-	run := func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+	run := func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 		if err := os.MkdirAll(filepath.Join(spec.Workspace, "out"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -205,10 +206,10 @@ func TestCompiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fb.specs) != 2 {
-		t.Fatalf("%d runs, want compile and run", len(fb.specs))
+	if len(fb.Specs()) != 2 {
+		t.Fatalf("%d runs, want compile and run", len(fb.Specs()))
 	}
-	c, r := fb.specs[0], fb.specs[1]
+	c, r := fb.Specs()[0], fb.Specs()[1]
 	if want := []string{"/usr/bin/ncc", "-m512", "-o", "/workspace/main", "/workspace/prog.nc"}; !slices.Equal(c.Args, want) {
 		t.Errorf("compile args %q, want %q", c.Args, want)
 	}
@@ -221,8 +222,8 @@ func TestCompiled(t *testing.T) {
 	if len(c.Files) != 1 || len(r.Files) != 0 {
 		t.Errorf("files: compile %d, run %d; want the source once", len(c.Files), len(r.Files))
 	}
-	if !slices.Equal(fb.seen[1], []string{"main", "prog.nc"}) {
-		t.Errorf("workspace at run start %v", fb.seen[1])
+	if !slices.Equal(fb.Calls()[1].Workspace, []string{"main", "prog.nc"}) {
+		t.Errorf("workspace at run start %v", fb.Calls()[1].Workspace)
 	}
 	cl := c.Limits
 	if cl.WallTime != 30*time.Second || cl.Memory != 512<<20 || cl.Processes != 256 {
@@ -243,9 +244,9 @@ func TestCompiled(t *testing.T) {
 }
 
 func TestSandboxLimitsOption(t *testing.T) {
-	fb := &fakeBackend{t: t, steps: []step{
-		returns(sandbox.Result{Status: sandbox.StatusOK}),
-		returns(sandbox.Result{Status: sandbox.StatusOK}),
+	fb := &sandboxtest.Fake{T: t, HostWorkspace: true, Steps: []sandboxtest.Step{
+		sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK}),
+		sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK}),
 	}}
 	e := New(fb, testTable(t), Options{
 		TempDir:       t.TempDir(),
@@ -255,7 +256,7 @@ func TestSandboxLimitsOption(t *testing.T) {
 	if _, err := e.Execute(context.Background(), Request{Language: "native", Code: "x", Limits: ExecutionLimits{MemoryLimit: 20}}); err != nil {
 		t.Fatal(err)
 	}
-	c, r := fb.specs[0].Limits, fb.specs[1].Limits
+	c, r := fb.Specs()[0].Limits, fb.Specs()[1].Limits
 	if c.WallTime != 5*time.Second || c.CPUTime != 30*time.Second || c.Memory != 100<<20 || c.WorkspaceSize != 8<<20 || c.OpenFiles != 1024 {
 		t.Errorf("compile limits %+v", c)
 	}
@@ -280,14 +281,14 @@ func TestCompileFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, fb, _ := newTest(t, returns(tt.res))
+			e, fb, _ := newTest(t, sandboxtest.Returns(tt.res))
 			var stderr bytes.Buffer
 			res, err := e.Execute(context.Background(), Request{Language: "native", Code: "bad", Stderr: &stderr})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(fb.specs) != 1 {
-				t.Errorf("%d runs after a failed compilation, want 1", len(fb.specs))
+			if len(fb.Specs()) != 1 {
+				t.Errorf("%d runs after a failed compilation, want 1", len(fb.Specs()))
 			}
 			if res.Status != StatusExecutionError || res.Message() != tt.msg || res.ExitCode != tt.exit {
 				t.Errorf("status %s message %q exit %d, want execution_error %q %d", res.Status, res.Message(), res.ExitCode, tt.msg, tt.exit)
@@ -310,17 +311,17 @@ func TestCompileFailure(t *testing.T) {
 }
 
 func TestSetupErrors(t *testing.T) {
-	failing := func(*testing.T, *sandbox.Spec) (*sandbox.Result, error) {
+	failing := func(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
 		return nil, errors.New("pivot_root: permission denied")
 	}
 	tests := []struct {
 		name  string
 		req   Request
-		steps []step
+		steps []sandboxtest.Step
 		msg   string
 	}{
-		{"backend error", Request{Language: "script", Code: "x"}, []step{failing}, "pivot_root: permission denied"},
-		{"compile step error", Request{Language: "native", Code: "x"}, []step{failing}, "compile step: pivot_root"},
+		{"backend error", Request{Language: "script", Code: "x"}, []sandboxtest.Step{failing}, "pivot_root: permission denied"},
+		{"compile step error", Request{Language: "native", Code: "x"}, []sandboxtest.Step{failing}, "compile step: pivot_root"},
 		{"toolchain missing", Request{Language: "ghost", Code: "x"}, nil, "the ghost toolchain is not available here"},
 	}
 	for _, tt := range tests {
@@ -368,7 +369,7 @@ func TestRefusedRequests(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Execute() = %v, %v; want %v", res, err, tt.want)
 			}
-			if len(fb.specs) != 0 {
+			if len(fb.Specs()) != 0 {
 				t.Error("a refused request reached the sandbox")
 			}
 		})
@@ -377,7 +378,7 @@ func TestRefusedRequests(t *testing.T) {
 
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e, _, _ := newTest(t, func(*testing.T, *sandbox.Spec) (*sandbox.Result, error) {
+	e, _, _ := newTest(t, func(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
 		cancel()
 		return &sandbox.Result{Status: sandbox.StatusSignaled, Signal: syscall.SIGKILL}, nil
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -70,7 +71,7 @@ func TestResultJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			tab := testTable(t)
-			fb := &fakeBackend{t: t, steps: []step{func(*testing.T, *sandbox.Spec) (*sandbox.Result, error) { return tt.res, tt.err }}}
+			fb := &sandboxtest.Fake{T: t, HostWorkspace: true, Steps: []sandboxtest.Step{func(context.Context, *sandbox.Spec) (*sandbox.Result, error) { return tt.res, tt.err }}}
 			e := New(fb, tab, Options{TempDir: t.TempDir()})
 			res, err := e.Execute(context.Background(), Request{Language: "script", Code: "x", Limits: tt.limits})
 			if err != nil {

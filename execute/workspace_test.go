@@ -15,6 +15,7 @@ import (
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
 // TestGivenWorkspace checks that a caller's workspace (a session's) is used
@@ -25,7 +26,7 @@ func TestGivenWorkspace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "old.txt"), []byte("from an earlier run"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	write := func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+	write := func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 		if spec.Workspace != ws {
 			t.Errorf("workspace %q, want %q", spec.Workspace, ws)
 		}
@@ -64,7 +65,7 @@ func TestGivenWorkspace(t *testing.T) {
 func TestOwnWorkspaceCapped(t *testing.T) {
 	testutil.RequireRoot(t)
 	const size = 8 << 20
-	fill := func(t *testing.T, spec *sandbox.Spec) (*sandbox.Result, error) {
+	fill := func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 		if err := capws.Check(spec.Workspace, size); err != nil {
 			t.Fatalf("the workspace is not capped: %v", err)
 		}
@@ -82,14 +83,14 @@ func TestOwnWorkspaceCapped(t *testing.T) {
 		}
 		return &sandbox.Result{Status: sandbox.StatusOK}, nil
 	}
-	fb := &fakeBackend{t: t, steps: []step{fill, fill}}
+	fb := &sandboxtest.Fake{T: t, HostWorkspace: true, Steps: []sandboxtest.Step{fill, fill}}
 	tmp := t.TempDir()
 	e := New(fb, testTable(t), Options{TempDir: tmp, SandboxLimits: sandbox.Limits{WorkspaceSize: size}})
 	if _, err := e.Execute(context.Background(), Request{Language: "native", Code: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(fb.specs) != 2 || fb.specs[0].Workspace != fb.specs[1].Workspace {
-		t.Fatalf("the compile step and the run do not share one workspace: %d specs", len(fb.specs))
+	if len(fb.Specs()) != 2 || fb.Specs()[0].Workspace != fb.Specs()[1].Workspace {
+		t.Fatalf("the compile step and the run do not share one workspace: %d specs", len(fb.Specs()))
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("the workspace was left behind: %v", left)
@@ -107,14 +108,14 @@ func TestWorkspaceWithoutRoot(t *testing.T) {
 	newWorkspace = func(string, string, int64, int) (*capws.Dir, error) {
 		return nil, fmt.Errorf("%w: not running as root", capws.ErrUnsupported)
 	}
-	ex, fb, tmp := newTest(t, returns(sandbox.Result{Status: sandbox.StatusOK}))
-	fb.private = true
+	ex, fb, tmp := newTest(t, sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK}))
+	fb.HostWorkspace = false
 	res, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusSuccess || len(fb.specs) != 1 || fb.specs[0].Workspace != "" || len(fb.specs[0].Files) != 1 {
-		t.Fatalf("interpreted without root: status %s, specs %+v", res.Status, fb.specs)
+	if res.Status != StatusSuccess || len(fb.Specs()) != 1 || fb.Specs()[0].Workspace != "" || len(fb.Specs()[0].Files) != 1 {
+		t.Fatalf("interpreted without root: status %s, specs %+v", res.Status, fb.Specs())
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("a host workspace was made: %v", left)
@@ -124,8 +125,8 @@ func TestWorkspaceWithoutRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusSetupError || len(fb.specs) != 0 || res.ErrorMessage == nil || !strings.Contains(*res.ErrorMessage, "root") {
-		t.Fatalf("compiled without root: status %s, %d runs, message %v", res.Status, len(fb.specs), res.ErrorMessage)
+	if res.Status != StatusSetupError || len(fb.Specs()) != 0 || res.ErrorMessage == nil || !strings.Contains(*res.ErrorMessage, "root") {
+		t.Fatalf("compiled without root: status %s, %d runs, message %v", res.Status, len(fb.Specs()), res.ErrorMessage)
 	}
 }
 
@@ -148,7 +149,7 @@ func TestStaleWorkspacesSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = live.Remove() }()
-	New(&fakeBackend{t: t}, testTable(t), Options{TempDir: tmp})
+	New(&sandboxtest.Fake{T: t, HostWorkspace: true}, testTable(t), Options{TempDir: tmp})
 	if _, err := os.Lstat(dead); !errors.Is(err, os.ErrNotExist) {
 		_ = capws.Unmount(dead)
 		t.Fatalf("the workspace of a dead process is still there: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
 // want is what a test expects of a result; zero fields are not checked
@@ -63,7 +64,7 @@ func check(t *testing.T, res *Result, w want) {
 
 func newHostInvoker(t *testing.T) *Invoker {
 	t.Helper()
-	return New(hostBackend{}, lang.Default(), Options{WorkDir: t.TempDir(), NoTmpfs: true})
+	return New(hostBackend(), lang.Default(), Options{WorkDir: t.TempDir(), NoTmpfs: true})
 }
 
 // handlerCases run in every backend that can run Python: through the host
@@ -221,10 +222,10 @@ def handler(event):
 }
 
 func TestVerdicts(t *testing.T) {
-	ok := func(r sandbox.Result) *scripted { return &scripted{res: &r} }
+	ok := func(r sandbox.Result) *sandboxtest.Fake { return &sandboxtest.Fake{Default: sandboxtest.Returns(r)} }
 	for _, tc := range []struct {
 		name    string
-		backend *scripted
+		backend *sandboxtest.Fake
 		want    want
 	}{
 		{"ok without block", ok(sandbox.Result{Status: sandbox.StatusOK, Stdout: []byte("x")}),
@@ -243,7 +244,7 @@ func TestVerdicts(t *testing.T) {
 			want{status: StatusFailed, err: "output limit exceeded"}},
 		{"unknown status", ok(sandbox.Result{Status: "weird"}),
 			want{status: StatusError, exit: -1, exitSet: true, err: "unknown status"}},
-		{"backend error", &scripted{err: fmt.Errorf("%w: no cgroup", sandbox.ErrSetup)},
+		{"backend error", &sandboxtest.Fake{Default: sandboxtest.Fails(fmt.Errorf("%w: no cgroup", sandbox.ErrSetup))},
 			want{status: StatusError, exit: -1, exitSet: true, err: "no cgroup"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,12 +256,12 @@ func TestVerdicts(t *testing.T) {
 }
 
 func TestSpecOfHandlerRun(t *testing.T) {
-	b := &scripted{res: &sandbox.Result{Status: sandbox.StatusOK}}
+	b := &sandboxtest.Fake{Default: sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK})}
 	e := New(b, lang.Default(), Options{WorkDir: t.TempDir(), NoTmpfs: true, Limits: sandbox.Limits{Memory: 64 * sandbox.MiB}})
 	e.nonce = func() string { return "n" }
 	e.Run(context.Background(), Request{ExecutionID: "s", Language: "python", Code: "def handler(e): pass", Timeout: 7, Mode: ModeHandler,
 		Event: json.RawMessage(`{"k":1}`), Stdin: "tail"})
-	s := b.spec
+	s := b.Last()
 	if s == nil {
 		testutil.Require(t, false, "python is not available here")
 	}
@@ -302,7 +303,7 @@ func readAll(t *testing.T, s *sandbox.Spec) string {
 }
 
 func TestCancelledRunIsCrashed(t *testing.T) {
-	b := &scripted{block: true}
+	b := &sandboxtest.Fake{Default: sandboxtest.Blocks}
 	e := New(b, lang.Default(), Options{WorkDir: t.TempDir(), NoTmpfs: true})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan *Result)
@@ -320,10 +321,10 @@ func TestCancelledRunIsCrashed(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	if err := New(hostBackend{}, lang.Default(), Options{WorkDir: t.TempDir()}).Check(); err != nil {
+	if err := New(hostBackend(), lang.Default(), Options{WorkDir: t.TempDir()}).Check(); err != nil {
 		t.Errorf("writable work directory refused: %v", err)
 	}
-	missing := New(hostBackend{}, lang.Default(), Options{WorkDir: "/nonexistent/coderunner"})
+	missing := New(hostBackend(), lang.Default(), Options{WorkDir: "/nonexistent/coderunner"})
 	if err := missing.Check(); err == nil || !strings.Contains(err.Error(), "/nonexistent/coderunner") {
 		t.Errorf("missing work directory: %v", err)
 	}

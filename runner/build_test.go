@@ -9,6 +9,7 @@ import (
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
 // TestBuildInWorkspace checks the cache-free path every single-run front
@@ -18,16 +19,19 @@ import (
 func TestBuildInWorkspace(t *testing.T) {
 	langs := lang.Default()
 	golang, _ := langs.Lookup("go")
-	err := NewBuilder(&fakeBackend{}, langs, BuilderOptions{}).Check(context.Background(), golang)
+	err := NewBuilder(compiler(nil), langs, BuilderOptions{}).Check(context.Background(), golang)
 	testutil.Require(t, err == nil, fmt.Sprintf("no Go toolchain: %v", err))
-	be := &fakeBackend{plant: func(spec *sandbox.Spec) error { return writeBinary(spec.Workspace) }}
+	be := &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{
+		compile(func(spec *sandbox.Spec) error { return writeBinary(spec.Workspace) }),
+		sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusNonzeroExit, ExitCode: 1, Stderr: []byte("syntax error")}),
+	}}
 	b := NewBuilder(be, langs, BuilderOptions{CompileLimits: sandbox.Limits{WorkspaceSize: 8 * sandbox.MiB}})
 	ws := t.TempDir()
 	p, cr, err := b.Build(context.Background(), golang, "package main\nfunc main() {}\n", BuildOptions{Workspace: ws, SampleInterval: 7})
 	if err != nil || p == nil || cr == nil || cr.Status != sandbox.StatusOK {
 		t.Fatalf("Build = %v, %v, %v", p, cr, err)
 	}
-	compile := be.last.Load()
+	compile := be.Last()
 	if compile.Workspace != ws || compile.SampleInterval != 7 || compile.Limits != b.CompileLimits() {
 		t.Errorf("compile spec: workspace %q, sample interval %v, limits %+v", compile.Workspace, compile.SampleInterval, compile.Limits)
 	}
@@ -48,8 +52,8 @@ func TestBuildInWorkspace(t *testing.T) {
 		t.Errorf("run env %q has the compile step's entries", spec.Env)
 	}
 
-	// A failed compile step gives its result and no program.
-	be.res = sandbox.Result{Status: sandbox.StatusNonzeroExit, ExitCode: 1, Stderr: []byte("syntax error")}
+	// A failed compile step (the second step) gives its result and no
+	// program.
 	p, cr, err = b.Build(context.Background(), golang, "package main\nfunc", BuildOptions{Workspace: t.TempDir()})
 	if err != nil || p != nil || cr == nil || string(cr.Stderr) != "syntax error" {
 		t.Errorf("failed Build = %v, %v, %v", p, cr, err)
@@ -65,13 +69,13 @@ func TestBuildInWorkspace(t *testing.T) {
 func TestBuildInterpreted(t *testing.T) {
 	langs := lang.Default()
 	py, _ := langs.Lookup("python")
-	be := &fakeBackend{}
+	be := compiler(nil)
 	b := NewBuilder(be, langs, BuilderOptions{})
 	err := b.Check(context.Background(), py)
 	testutil.Require(t, err == nil, fmt.Sprintf("no Python: %v", err))
 	p, cr, err := b.Build(context.Background(), py, "print(1)", BuildOptions{Workspace: "/host/ws"})
-	if err != nil || cr != nil || p == nil || be.runs.Load() != 0 {
-		t.Fatalf("Build = %v, %v, %v after %d runs", p, cr, err, be.runs.Load())
+	if err != nil || cr != nil || p == nil || be.Runs() != 0 {
+		t.Fatalf("Build = %v, %v, %v after %d runs", p, cr, err, be.Runs())
 	}
 	spec := p.Spec(nil, sandbox.Limits{})
 	if spec.Workspace != "/host/ws" || len(spec.Files) != 1 || spec.Files[0].Path != "main.py" || spec.Args[len(spec.Args)-1] != "/workspace/main.py" {

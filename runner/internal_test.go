@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,40 +21,26 @@ import (
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
-// fakeBackend plays the compiler on the host: it writes the spec's files
-// into the workspace, then whatever plant adds. Runs without a workspace
-// (program runs) return ok.
-type fakeBackend struct {
-	plant func(spec *sandbox.Spec) error
-	res   sandbox.Result
-	runs  atomic.Int64
-	last  atomic.Pointer[sandbox.Spec]
+// compiler is a fake backend whose every run is a compile step.
+func compiler(plant func(spec *sandbox.Spec) error) *sandboxtest.Fake {
+	return &sandboxtest.Fake{Default: compile(plant)}
 }
 
-func (f *fakeBackend) Name() string { return "fake" }
-
-func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	f.runs.Add(1)
-	f.last.Store(spec)
-	if spec.Workspace != "" {
-		for _, file := range spec.Files {
-			if err := os.WriteFile(filepath.Join(spec.Workspace, file.Path), file.Content, 0o644); err != nil {
+// compile plays the compiler on the host: the fake has written the spec's
+// files into the workspace; plant, when set, adds what the compiler would.
+// The step succeeds.
+func compile(plant func(spec *sandbox.Spec) error) sandboxtest.Step {
+	return func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+		if spec.Workspace != "" && plant != nil {
+			if err := plant(spec); err != nil {
 				return nil, err
 			}
 		}
-		if f.plant != nil {
-			if err := f.plant(spec); err != nil {
-				return nil, err
-			}
-		}
+		return &sandbox.Result{Status: sandbox.StatusOK}, nil
 	}
-	res := f.res
-	if res.Status == "" {
-		res.Status = sandbox.StatusOK
-	}
-	return &res, nil
 }
 
 func newFake(t *testing.T, be sandbox.Backend, opts Options) *Runner {
@@ -269,12 +254,12 @@ func TestCopyOutLimits(t *testing.T) {
 // TestPrepareFake drives Prepare and Run with a fake compiler: no root
 // needed.
 func TestPrepareFake(t *testing.T) {
-	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+	be := compiler(func(spec *sandbox.Spec) error {
 		if err := writeBinary(spec.Workspace); err != nil {
 			return err
 		}
 		return os.Symlink("/etc/shadow", filepath.Join(spec.Workspace, "shadow"))
-	}}
+	})
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
@@ -287,7 +272,7 @@ func TestPrepareFake(t *testing.T) {
 	if !p.Compiled() || p.Language() != "c" {
 		t.Errorf("Compiled %v, Language %q", p.Compiled(), p.Language())
 	}
-	compile := be.last.Load()
+	compile := be.Last()
 	if compile.Workspace == "" || compile.Limits != r.CompileLimits() {
 		t.Errorf("compile spec: workspace %q, limits %+v", compile.Workspace, compile.Limits)
 	}
@@ -321,9 +306,9 @@ func TestPrepareFake(t *testing.T) {
 }
 
 func TestPrepareFakeJava(t *testing.T) {
-	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+	be := compiler(func(spec *sandbox.Spec) error {
 		return os.WriteFile(filepath.Join(spec.Workspace, "Hello.class"), []byte("\xca\xfe\xba\xbe"), 0o644)
-	}}
+	})
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "java").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no JDK here: "+tc.Reason)
@@ -333,7 +318,7 @@ func TestPrepareFakeJava(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if src := be.last.Load().Files[0].Path; src != "Hello.java" {
+	if src := be.Last().Files[0].Path; src != "Hello.java" {
 		t.Errorf("source file %q, want Hello.java", src)
 	}
 	spec := p.Spec(nil, sandbox.Limits{Memory: 128 * sandbox.MiB, Processes: 10})
@@ -356,7 +341,7 @@ func TestPrepareFakeJava(t *testing.T) {
 }
 
 func TestPrepareFakeInterpreted(t *testing.T) {
-	be := &fakeBackend{}
+	be := compiler(nil)
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "python").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no python here: "+tc.Reason)
@@ -366,7 +351,7 @@ func TestPrepareFakeInterpreted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if be.runs.Load() != 0 || p.Compiled() {
+	if be.Runs() != 0 || p.Compiled() {
 		t.Error("an interpreted program was compiled")
 	}
 	spec := p.Spec([]byte("x"), sandbox.Limits{})
@@ -379,7 +364,7 @@ func TestPrepareFakeInterpreted(t *testing.T) {
 }
 
 func TestPrepareFakeNoProgram(t *testing.T) {
-	r := newFake(t, &fakeBackend{}, Options{})
+	r := newFake(t, compiler(nil), Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
@@ -396,7 +381,7 @@ func TestPrepareFakeNoProgram(t *testing.T) {
 
 // imageBackend is a fake backend that runs each language in an image.
 type imageBackend struct {
-	*fakeBackend
+	*sandboxtest.Fake
 	image string
 }
 
@@ -408,9 +393,9 @@ func (b imageBackend) ImageFor(string) string { return b.image }
 func TestCacheKeyedByImage(t *testing.T) {
 	dir := reachableDir(t)
 	code := "int main(void) { return 0; }"
-	compiles := func(be sandbox.Backend, counter *fakeBackend) int64 {
+	compiles := func(be sandbox.Backend, counter *sandboxtest.Fake) int64 {
 		t.Helper()
-		before := counter.runs.Load()
+		before := int64(counter.Runs())
 		r := newFake(t, be, Options{CacheDir: dir})
 		if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 			testutil.Require(t, false, "no C compiler here: "+tc.Reason)
@@ -420,23 +405,23 @@ func TestCacheKeyedByImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = p.Close()
-		return counter.runs.Load() - before
+		return int64(counter.Runs()) - before
 	}
 	plant := func(spec *sandbox.Spec) error { return writeBinary(spec.Workspace) }
-	host := &fakeBackend{plant: plant}
-	gcc12 := imageBackend{&fakeBackend{plant: plant}, "gcc:12"}
-	gcc13 := imageBackend{&fakeBackend{plant: plant}, "gcc:13"}
+	host := compiler(plant)
+	gcc12 := imageBackend{compiler(plant), "gcc:12"}
+	gcc13 := imageBackend{compiler(plant), "gcc:13"}
 	for _, step := range []struct {
 		name    string
 		be      sandbox.Backend
-		counter *fakeBackend
+		counter *sandboxtest.Fake
 		want    int64
 	}{
 		{"host compiles", host, host, 1},
 		{"host again: cached", host, host, 0},
-		{"image gcc:12 compiles", gcc12, gcc12.fakeBackend, 1},
-		{"image gcc:13 compiles", gcc13, gcc13.fakeBackend, 1},
-		{"image gcc:12 again: cached", gcc12, gcc12.fakeBackend, 0},
+		{"image gcc:12 compiles", gcc12, gcc12.Fake, 1},
+		{"image gcc:13 compiles", gcc13, gcc13.Fake, 1},
+		{"image gcc:12 again: cached", gcc12, gcc12.Fake, 0},
 	} {
 		if got := compiles(step.be, step.counter); got != step.want {
 			t.Errorf("%s: %d compiles, want %d", step.name, got, step.want)
@@ -445,7 +430,7 @@ func TestCacheKeyedByImage(t *testing.T) {
 }
 
 func TestPrepareFakeFailure(t *testing.T) {
-	be := &fakeBackend{res: sandbox.Result{Status: sandbox.StatusNonzeroExit, ExitCode: 1, Stderr: []byte("main.c:1: error")}}
+	be := &sandboxtest.Fake{Default: sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusNonzeroExit, ExitCode: 1, Stderr: []byte("main.c:1: error")})}
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
@@ -457,8 +442,8 @@ func TestPrepareFakeFailure(t *testing.T) {
 			t.Fatalf("Prepare: %v", err)
 		}
 	}
-	if be.runs.Load() != 2 {
-		t.Errorf("%d compiles; failures are not cached, want 2", be.runs.Load())
+	if be.Runs() != 2 {
+		t.Errorf("%d compiles; failures are not cached, want 2", be.Runs())
 	}
 }
 
@@ -466,16 +451,16 @@ func TestNewOptions(t *testing.T) {
 	if _, err := New(nil, lang.Default(), Options{}); err == nil {
 		t.Error("New without a backend succeeded")
 	}
-	if _, err := New(&fakeBackend{}, nil, Options{}); err == nil {
+	if _, err := New(compiler(nil), nil, Options{}); err == nil {
 		t.Error("New without a table succeeded")
 	}
-	if _, err := New(&fakeBackend{}, lang.Default(), Options{CacheDir: t.TempDir(), CacheMaxBytes: -1}); err == nil {
+	if _, err := New(compiler(nil), lang.Default(), Options{CacheDir: t.TempDir(), CacheMaxBytes: -1}); err == nil {
 		t.Error("negative CacheMaxBytes accepted")
 	}
-	if _, err := New(&fakeBackend{}, lang.Default(), Options{CacheDir: t.TempDir(), CompileLimits: sandbox.Limits{Memory: 1}}); err == nil {
+	if _, err := New(compiler(nil), lang.Default(), Options{CacheDir: t.TempDir(), CompileLimits: sandbox.Limits{Memory: 1}}); err == nil {
 		t.Error("a 1-byte compile memory limit accepted")
 	}
-	r := newFake(t, &fakeBackend{}, Options{CompileLimits: sandbox.Limits{WallTime: 5 * time.Second}})
+	r := newFake(t, compiler(nil), Options{CompileLimits: sandbox.Limits{WallTime: 5 * time.Second}})
 	cl := r.CompileLimits()
 	if cl.WallTime != 5*time.Second || cl.Memory != 512*sandbox.MiB || cl.CPUs <= 0 || cl.Processes != 256 {
 		t.Errorf("compile limits %+v", cl)
@@ -484,7 +469,7 @@ func TestNewOptions(t *testing.T) {
 
 func TestRemoveStale(t *testing.T) {
 	dir := reachableDir(t)
-	r := newFake(t, &fakeBackend{}, Options{CacheDir: dir})
+	r := newFake(t, compiler(nil), Options{CacheDir: dir})
 	old := filepath.Join(dir, tmpDir, "compile-old")
 	fresh := filepath.Join(dir, tmpDir, "compile-fresh")
 	must(t, os.MkdirAll(filepath.Join(old, "x"), 0o755))
@@ -538,7 +523,7 @@ func reachableDir(t *testing.T) string {
 // that every compile starts from a private copy of it.
 func TestGoSeed(t *testing.T) {
 	var seeded []string
-	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+	be := compiler(func(spec *sandbox.Spec) error {
 		cache := filepath.Join(spec.Workspace, goCacheDir)
 		if strings.Contains(string(spec.Files[0].Content), "seed") {
 			if err := os.MkdirAll(filepath.Join(cache, "ab"), 0o755); err != nil {
@@ -558,7 +543,7 @@ func TestGoSeed(t *testing.T) {
 			return err
 		}
 		return writeBinary(spec.Workspace)
-	}}
+	})
 	r := newFake(t, be, Options{})
 	if tc := lookup(t, r, "go").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no Go toolchain here: "+tc.Reason)
@@ -577,7 +562,7 @@ func TestGoSeed(t *testing.T) {
 		}
 		p.Close()
 	}
-	if n := be.runs.Load(); n != 3 {
+	if n := be.Runs(); n != 3 {
 		t.Errorf("%d sandbox runs, want 3: the seed once, then two compiles", n)
 	}
 	if !slices.Equal(seeded, []string{"fmt.a", "fmt.a"}) {
@@ -600,7 +585,7 @@ func TestCompileWorkspaceCapped(t *testing.T) {
 	testutil.RequireRoot(t)
 	const size = 8 << 20
 	var fillErr error
-	be := &fakeBackend{plant: func(spec *sandbox.Spec) error {
+	be := compiler(func(spec *sandbox.Spec) error {
 		if err := capws.Check(spec.Workspace, size); err != nil {
 			return err
 		}
@@ -614,7 +599,7 @@ func TestCompileWorkspaceCapped(t *testing.T) {
 			return err
 		}
 		return writeBinary(spec.Workspace)
-	}}
+	})
 	r := newFake(t, be, Options{CompileLimits: sandbox.Limits{WorkspaceSize: size}})
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
@@ -627,7 +612,7 @@ func TestCompileWorkspaceCapped(t *testing.T) {
 	if !errors.Is(fillErr, unix.ENOSPC) {
 		t.Errorf("fallocate of 64 MiB in an 8 MiB compile workspace: %v, want ENOSPC", fillErr)
 	}
-	if ws := be.last.Load().Workspace; ws != "" {
+	if ws := be.Last().Workspace; ws != "" {
 		if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("compile workspace %s left behind: %v", ws, err)
 		}

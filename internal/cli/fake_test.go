@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,10 +16,12 @@ import (
 
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
-// fakeBackend interprets a tiny language so that every verdict can be
-// asked for from the command line. The code is one command:
+// newFake returns a fake backend, named native, that interprets a tiny
+// language so that every verdict can be asked for from the command line.
+// The code is one command:
 //
 //	print TEXT     write TEXT to stdout
 //	eprint TEXT    write TEXT to stderr
@@ -36,59 +37,60 @@ import (
 //	ls             list the workspace's files but the source
 //	syntax error   (fakec) fail to compile
 //	compile error TEXT  (fakec) fail to compile, saying TEXT
-type fakeBackend struct {
-	mu    sync.Mutex
-	specs []*sandbox.Spec
-}
-
-func (f *fakeBackend) Name() string { return "native" }
-
-func (f *fakeBackend) Probe(context.Context) sandbox.Report {
-	return sandbox.Report{Backend: "native", Available: true,
-		Checks:   []sandbox.Check{{Name: "user namespaces", OK: true, Detail: "yes"}, {Name: "cgroup", OK: true, Detail: "v1"}},
-		Warnings: []string{"fake isolation"}}
-}
-
-func (f *fakeBackend) last() *sandbox.Spec {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.specs) == 0 {
-		return nil
+func newFake() *sandboxtest.Fake {
+	return &sandboxtest.Fake{
+		BackendName: "native",
+		Report: sandbox.Report{Backend: "native", Available: true,
+			Checks:   []sandbox.Check{{Name: "user namespaces", OK: true, Detail: "yes"}, {Name: "cgroup", OK: true, Detail: "v1"}},
+			Warnings: []string{"fake isolation"}},
+		Programs: map[string]sandboxtest.Step{"/usr/bin/fakecc": fakeCompile},
+		Default:  fakeRun,
 	}
-	return f.specs[len(f.specs)-1]
 }
 
-func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	f.mu.Lock()
-	f.specs = append(f.specs, spec)
-	f.mu.Unlock()
-	// Like a real backend, write the files into the workspace; the code is
-	// the source file, which a compiled program finds there.
-	for _, file := range spec.Files {
-		if err := os.WriteFile(filepath.Join(spec.Workspace, file.Path), file.Content, 0o644); err != nil {
-			return nil, err
-		}
-	}
+// fakeCode is the code of a run: the source file the fake wrote into the
+// workspace, or that a compiled program finds there.
+func fakeCode(spec *sandbox.Spec) (string, error) {
 	src, _ := filepath.Glob(filepath.Join(spec.Workspace, "main.*"))
 	if len(src) != 1 {
-		return nil, errors.New("no source in the workspace")
+		return "", errors.New("no source in the workspace")
 	}
 	b, err := os.ReadFile(src[0])
 	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// fakeResult is a run's result before the code says otherwise.
+func fakeResult() *sandbox.Result {
+	return &sandbox.Result{Status: sandbox.StatusOK, WallTime: 10 * time.Millisecond, CPUTime: 5 * time.Millisecond,
+		Samples: []sandbox.Sample{{At: 10 * time.Millisecond, CPUTime: 5 * time.Millisecond, Memory: 1 << 20}}}
+}
+
+// fakeCompile is the fakec compiler's step.
+func fakeCompile(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	code, err := fakeCode(spec)
+	if err != nil {
 		return nil, err
 	}
-	code := strings.TrimSpace(string(b))
-	res := &sandbox.Result{Status: sandbox.StatusOK, WallTime: 10 * time.Millisecond, CPUTime: 5 * time.Millisecond,
-		Samples: []sandbox.Sample{{At: 10 * time.Millisecond, CPUTime: 5 * time.Millisecond, Memory: 1 << 20}}}
-	if spec.Args[0] == "/usr/bin/fakecc" {
-		if code == "syntax error" {
-			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte("main.fkc:1: syntax error\n")
-		}
-		if msg, ok := strings.CutPrefix(code, "compile error "); ok {
-			res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte(msg+"\n")
-		}
-		return res, nil
+	res := fakeResult()
+	if code == "syntax error" {
+		res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte("main.fkc:1: syntax error\n")
 	}
+	if msg, ok := strings.CutPrefix(code, "compile error "); ok {
+		res.Status, res.ExitCode, res.Stderr = sandbox.StatusNonzeroExit, 1, []byte(msg+"\n")
+	}
+	return res, nil
+}
+
+// fakeRun runs a program of the tiny language.
+func fakeRun(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	code, err := fakeCode(spec)
+	if err != nil {
+		return nil, err
+	}
+	res := fakeResult()
 	cmd, arg, _ := strings.Cut(code, " ")
 	switch cmd {
 	case "print":
@@ -130,12 +132,6 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 			}
 		}
 	}
-	if spec.Stdout != nil {
-		_, _ = spec.Stdout.Write(res.Stdout)
-	}
-	if spec.Stderr != nil {
-		_, _ = spec.Stderr.Write(res.Stderr)
-	}
 	return res, nil
 }
 
@@ -143,13 +139,13 @@ func (f *fakeBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.Resul
 // environment, so that nothing of the machine running the tests leaks in.
 type testApp struct {
 	App
-	fake           *fakeBackend
+	fake           *sandboxtest.Fake
 	stdout, stderr *bytes.Buffer
 }
 
 func newApp(t *testing.T, stdin string) *testApp {
 	t.Helper()
-	fake := &fakeBackend{}
+	fake := newFake()
 	r := backend.NewRegistry()
 	backend.Add(r, backend.Module[struct{}]{Name: "native",
 		New: func(backend.Env, struct{}) (sandbox.Backend, error) { return fake, nil }})

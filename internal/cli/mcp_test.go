@@ -65,7 +65,7 @@ func TestMCPCommand(t *testing.T) {
 	if res.IsError || r.Stdout != "hi\n" || r.Status != execute.StatusSuccess || r.SessionID == nil {
 		t.Errorf("execute_code: isError %v, %+v", res.IsError, r)
 	}
-	if spec := ta.fake.last(); spec == nil || !strings.Contains(spec.Workspace, "coderunner-sessions-") {
+	if spec := ta.fake.Last(); spec == nil || !strings.Contains(spec.Workspace, "coderunner-sessions-") {
 		t.Errorf("session run not in a session workspace: %+v", spec)
 	}
 	res, r = call(map[string]any{"language": "fk", "code": "broken"})

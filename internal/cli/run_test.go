@@ -87,7 +87,7 @@ func TestRunFlags(t *testing.T) {
 				if !strings.Contains(msg, tt.inErr) || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 					t.Errorf("stderr %q: want one line naming %q", msg, tt.inErr)
 				}
-				if ta.fake.last() != nil {
+				if ta.fake.Last() != nil {
 					t.Error("a refused run reached the sandbox")
 				}
 				return
@@ -96,7 +96,7 @@ func TestRunFlags(t *testing.T) {
 				t.Errorf("stdout %q, want the program's", ta.stdout)
 			}
 			if tt.check != nil {
-				tt.check(t, ta.fake.last().Limits)
+				tt.check(t, ta.fake.Last().Limits)
 			}
 		})
 	}
@@ -228,7 +228,7 @@ func TestRunFromStdin(t *testing.T) {
 	if code := ta.run("run", "--lang", "fake", "-"); code != 0 || ta.stdout.String() != "from stdin\n" {
 		t.Errorf("run --lang fake -: exit %d, stdout %q, stderr %q", code, ta.stdout, ta.stderr)
 	}
-	if ta.fake.last().Stdin != nil {
+	if ta.fake.Last().Stdin != nil {
 		t.Error("the program's stdin is not empty without --stdin")
 	}
 }
@@ -314,8 +314,8 @@ func TestRunFlagsAfterFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d stderr %q", code, ta.stderr)
 	}
-	if ta.fake.last().Limits.Memory != 32<<20 || !strings.HasPrefix(ta.stdout.String(), "{") {
-		t.Errorf("flags after the file were not applied: %+v %q", ta.fake.last().Limits, ta.stdout)
+	if ta.fake.Last().Limits.Memory != 32<<20 || !strings.HasPrefix(ta.stdout.String(), "{") {
+		t.Errorf("flags after the file were not applied: %+v %q", ta.fake.Last().Limits, ta.stdout)
 	}
 }
 
@@ -324,7 +324,7 @@ func TestRunEnvironment(t *testing.T) {
 	if code := ta.run("run", source(t, "main.fk", "print hi")); code != 0 {
 		t.Fatal(ta.stderr)
 	}
-	env := ta.fake.last().Env
+	env := ta.fake.Last().Env
 	for _, want := range []string{"HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("env %q lacks %s", env, want)
@@ -391,7 +391,7 @@ func TestRunSessionRefusals(t *testing.T) {
 			if code != ExitUsage || !strings.Contains(ta.stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, ta.stderr, ExitUsage, tt.want)
 			}
-			if ta.fake.last() != nil {
+			if ta.fake.Last() != nil {
 				t.Error("the program ran")
 			}
 		})

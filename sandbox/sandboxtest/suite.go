@@ -5,6 +5,10 @@
 //
 // A backend's own test calls Run with a way to build the backend and the
 // facts of its environment.
+//
+// Fake is the backend the tests of the layers above the sandbox use
+// instead: it runs nothing, answers each run as the test scripts it, and
+// records what it was asked.
 package sandboxtest
 
 import (
