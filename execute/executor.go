@@ -299,14 +299,7 @@ func (e *Executor) runWorkspaceSize() int64 {
 func (e *Executor) verdict(res *Result, sr *sandbox.Result, limits ExecutionLimits) {
 	res.Stdout = string(sr.Stdout)
 	res.Stderr = string(sr.Stderr)
-	res.ExecutionTime = round(sr.WallTime.Seconds(), 3)
-	res.ResourceUsage = usage(sr)
-	res.Truncated = sr.Truncated()
-	res.MemoryExceeded = sr.MemoryExceeded || sr.Status == sandbox.StatusMemoryLimit
-	res.Warnings = append(res.Warnings, sr.Warnings...)
-	res.Verdict = sr.Status
-	res.Stage = StageRun
-	res.ExitCode = exitCode(sr)
+	res.measured(sr, StageRun)
 
 	switch sr.Status {
 	case sandbox.StatusOK:
@@ -335,6 +328,20 @@ func (e *Executor) verdict(res *Result, sr *sandbox.Result, limits ExecutionLimi
 	}
 }
 
+// measured records in res what the sandbox measured of the step stage:
+// its wall time, usage, truncation, memory verdict, warnings, status and
+// exit code.
+func (res *Result) measured(sr *sandbox.Result, stage string) {
+	res.ExecutionTime = round(sr.WallTime.Seconds(), 3)
+	res.ResourceUsage = usage(sr)
+	res.Truncated = sr.Truncated()
+	res.MemoryExceeded = sr.MemoryExceeded || sr.Status == sandbox.StatusMemoryLimit
+	res.Warnings = append(res.Warnings, sr.Warnings...)
+	res.Verdict = sr.Status
+	res.Stage = stage
+	res.ExitCode = exitCode(sr)
+}
+
 // compileFailed fills res for a compile step that did not succeed.
 func (e *Executor) compileFailed(res *Result, cr *sandbox.Result, stderr io.Writer) {
 	out := string(cr.Stdout)
@@ -345,15 +352,8 @@ func (e *Executor) compileFailed(res *Result, cr *sandbox.Result, stderr io.Writ
 		out += string(cr.Stderr)
 	}
 	res.Stderr = out
-	res.ExecutionTime = round(cr.WallTime.Seconds(), 3)
-	res.ResourceUsage = usage(cr)
-	res.Truncated = cr.Truncated()
-	res.MemoryExceeded = cr.MemoryExceeded || cr.Status == sandbox.StatusMemoryLimit
-	res.Warnings = append(res.Warnings, cr.Warnings...)
-	res.Verdict = cr.Status
-	res.Stage = StageCompile
+	res.measured(cr, StageCompile)
 	res.Status = StatusExecutionError
-	res.ExitCode = exitCode(cr)
 	switch cr.Status {
 	case sandbox.StatusNonzeroExit:
 		res.ErrorMessage = message("compilation failed")
