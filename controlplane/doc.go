@@ -1,4 +1,4 @@
-// Package controlplane reports a Runtime Executor's life to its control
+// Package controlplane reports the /execute service's life to its control
 // plane: each execution's result, heartbeats while
 // it runs, the container's readiness and its exit.
 //
