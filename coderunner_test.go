@@ -124,7 +124,7 @@ func TestExecuteCodeOptions(t *testing.T) {
 		t.Errorf("stdout %q, time limit %g, language %q", res.Stdout, res.LimitsApplied.TimeLimitSeconds, res.Language)
 	}
 	if res.LimitsApplied.MemoryLimitMB != 256 || res.LimitsApplied.CPULimitCores != 0.5 || res.LimitsApplied.MaxOutputChars != 100000 {
-		t.Errorf("limits applied %+v, want spec 004's defaults", res.LimitsApplied)
+		t.Errorf("limits applied %+v, want the default limits", res.LimitsApplied)
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package controlplane reports a Runtime Executor's life to its control
+// Package controlplane reports the /execute service's life to its control
 // plane: each execution's result, heartbeats while
 // it runs, the container's readiness and its exit.
 //
@@ -9,8 +9,8 @@
 // token may be rotated.
 //
 // No result is lost. It is written to ResultsDir/{execution_id}.json
-// before the first delivery attempt, not after it fails as the contract's
-// minimum asks: a process killed between the end of a run and a failed
+// before the first delivery attempt, not once that attempt has failed: a
+// process killed between the end of a run and a failed
 // first attempt would otherwise lose it. The file is removed once the
 // result is delivered; files left by an earlier process are re-sent by
 // Start. The price is at-least-once delivery: a process killed after a

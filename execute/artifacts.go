@@ -71,7 +71,7 @@ func CollectArtifacts(dir string, skip func(rel string) bool) ([]Artifact, error
 
 // CollectArtifactsWith lists the regular files under dir in lexical order
 // of their paths. Hidden files and everything under hidden directories are
-// left out (spec 002 FR-009), as are the paths for which skip returns true
+// left out, as are the paths for which skip returns true
 // (the executor's own files). Symbolic links, FIFOs, sockets and devices
 // are neither listed nor followed nor opened.
 //

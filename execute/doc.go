@@ -1,7 +1,7 @@
-// Package execute runs one program the way the Code Execution Sandbox API
-// describes execute_code and execute_with_limits: a language, its code, an
-// optional standard input and ExecutionLimits go in; a Result whose JSON is
-// the contract's execute_with_limits object comes out.
+// Package execute runs one program: a language, its code, an optional
+// standard input and ExecutionLimits go in; a Result comes out, whose JSON
+// is what ExecuteWithLimits returns, `coderunner run --json` prints and
+// POST /v1/run answers.
 //
 // An Executor owns no isolation of its own. It validates a Request, makes
 // the run's workspace, has runner.Builder build the program there (which

@@ -48,7 +48,8 @@ type Options struct {
 	SandboxLimits sandbox.Limits
 }
 
-// Request is one execution, spec 004's execute_with_limits arguments.
+// Request is one execution: the arguments of ExecuteWithLimits and the
+// body of POST /v1/run.
 type Request struct {
 	// Language is a language id or alias of the table ("python3", "js").
 	Language string
@@ -56,7 +57,7 @@ type Request struct {
 	Code string
 	// Stdin is the program's standard input; empty means /dev/null.
 	Stdin string
-	// Limits bound the run; zero fields take the defaults of spec 004.
+	// Limits bound the run; zero fields take DefaultLimits'.
 	Limits ExecutionLimits
 	// SessionID, when set, must match ^[A-Za-z0-9_-]{1,64}$ and is echoed
 	// in the result. The executor keeps no sessions itself: the session
@@ -298,14 +299,7 @@ func (e *Executor) runWorkspaceSize() int64 {
 func (e *Executor) verdict(res *Result, sr *sandbox.Result, limits ExecutionLimits) {
 	res.Stdout = string(sr.Stdout)
 	res.Stderr = string(sr.Stderr)
-	res.ExecutionTime = round(sr.WallTime.Seconds(), 3)
-	res.ResourceUsage = usage(sr)
-	res.Truncated = sr.Truncated()
-	res.MemoryExceeded = sr.MemoryExceeded || sr.Status == sandbox.StatusMemoryLimit
-	res.Warnings = append(res.Warnings, sr.Warnings...)
-	res.Verdict = sr.Status
-	res.Stage = StageRun
-	res.ExitCode = exitCode(sr)
+	res.measured(sr, StageRun)
 
 	switch sr.Status {
 	case sandbox.StatusOK:
@@ -334,6 +328,20 @@ func (e *Executor) verdict(res *Result, sr *sandbox.Result, limits ExecutionLimi
 	}
 }
 
+// measured records in res what the sandbox measured of the step stage:
+// its wall time, usage, truncation, memory verdict, warnings, status and
+// exit code.
+func (res *Result) measured(sr *sandbox.Result, stage string) {
+	res.ExecutionTime = round(sr.WallTime.Seconds(), 3)
+	res.ResourceUsage = usage(sr)
+	res.Truncated = sr.Truncated()
+	res.MemoryExceeded = sr.MemoryExceeded || sr.Status == sandbox.StatusMemoryLimit
+	res.Warnings = append(res.Warnings, sr.Warnings...)
+	res.Verdict = sr.Status
+	res.Stage = stage
+	res.ExitCode = exitCode(sr)
+}
+
 // compileFailed fills res for a compile step that did not succeed.
 func (e *Executor) compileFailed(res *Result, cr *sandbox.Result, stderr io.Writer) {
 	out := string(cr.Stdout)
@@ -344,15 +352,8 @@ func (e *Executor) compileFailed(res *Result, cr *sandbox.Result, stderr io.Writ
 		out += string(cr.Stderr)
 	}
 	res.Stderr = out
-	res.ExecutionTime = round(cr.WallTime.Seconds(), 3)
-	res.ResourceUsage = usage(cr)
-	res.Truncated = cr.Truncated()
-	res.MemoryExceeded = cr.MemoryExceeded || cr.Status == sandbox.StatusMemoryLimit
-	res.Warnings = append(res.Warnings, cr.Warnings...)
-	res.Verdict = cr.Status
-	res.Stage = StageCompile
+	res.measured(cr, StageCompile)
 	res.Status = StatusExecutionError
-	res.ExitCode = exitCode(cr)
 	switch cr.Status {
 	case sandbox.StatusNonzeroExit:
 		res.ErrorMessage = message("compilation failed")
@@ -390,7 +391,7 @@ func SetupErrorResult(req Request, backend string, err error) *Result {
 	return res
 }
 
-// setupError turns a sandbox failure into spec 004's setup_error.
+// setupError turns a sandbox failure into a setup_error result.
 func (e *Executor) setupError(res *Result, err error) {
 	res.Status = StatusSetupError
 	res.ExitCode = ExitSetupError

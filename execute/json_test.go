@@ -82,7 +82,7 @@ func TestResultJSON(t *testing.T) {
 	}
 }
 
-// TestResultJSONFields pins the exact key set of §4.1, so that a renamed
+// TestResultJSONFields pins the exact key set of the result, so that a renamed
 // or added field is a deliberate change.
 func TestResultJSONFields(t *testing.T) {
 	id := "s1"

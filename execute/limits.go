@@ -9,8 +9,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// ExecutionLimits bounds one execution, as spec 004's ExecutionLimits. The
-// JSON names are those of the /v1/run request's "limits" object.
+// ExecutionLimits bounds one execution. The JSON names are those of the /v1/run request's "limits" object.
 type ExecutionLimits struct {
 	// TimeLimit is the wall-clock and CPU time the program may use, in
 	// seconds (fractions allowed), from MinTimeLimit to MaxTimeLimit.
@@ -48,7 +47,7 @@ const (
 	MaxPids           = 1024
 )
 
-// DefaultLimits returns spec 004's defaults: 30 s, 256 MB, 0.5 CPU, 100000
+// DefaultLimits returns the defaults of a run: 30 s, 256 MB, 0.5 CPU, 100000
 // output characters, 50 processes.
 func DefaultLimits() ExecutionLimits {
 	return ExecutionLimits{

@@ -6,10 +6,10 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// Status is the overall outcome of an execution, as spec 004 names it.
+// Status is the overall outcome of an execution.
 type Status string
 
-// The statuses of spec 004.
+// The statuses a Result takes.
 const (
 	// StatusSuccess: the program ran and exited with code 0.
 	StatusSuccess Status = "success"
@@ -29,8 +29,8 @@ const (
 	// ExitTimeout is the exit code of a program stopped for its time
 	// limit, as timeout(1) reports it.
 	ExitTimeout = 124
-	// ExitSetupError is the exit code of a run the sandbox failed (-1 for
-	// system errors, as spec 004 says).
+	// ExitSetupError is the exit code of a run the sandbox failed: -1, the
+	// code of a system error.
 	ExitSetupError = -1
 	// exitSignalBase plus the signal number is the exit code of a program
 	// killed by a signal, as shells report it (137 for SIGKILL, the usual
@@ -39,7 +39,8 @@ const (
 )
 
 // Result is the outcome of one execution. Its JSON is the object that
-// execute_with_limits returns (contract §4.1).
+// ExecuteWithLimits returns, `coderunner run --json` prints and POST
+// /v1/run answers.
 type Result struct {
 	Stdout string `json:"stdout"`
 	Stderr string `json:"stderr"`
@@ -95,8 +96,8 @@ func (r *Result) Message() string {
 	return *r.ErrorMessage
 }
 
-// ResourceUsage is what the run consumed, as spec 004's ResourceMonitor
-// reports it. Times are in seconds, memory in MB (2^20 bytes), CPU in
+// ResourceUsage is what the run consumed, as a ResourceMonitor reports
+// it. Times are in seconds, memory in MB (2^20 bytes), CPU in
 // percent of one core.
 type ResourceUsage struct {
 	ExecutionTimeSeconds float64 `json:"execution_time_seconds"`
@@ -120,7 +121,8 @@ type LimitsApplied struct {
 	MaxOutputChars   int     `json:"max_output_chars"`
 }
 
-// Artifact is a file the program left in its workspace (contract §4.3).
+// Artifact is a file the program left in its workspace, as the result
+// lists it.
 type Artifact struct {
 	// Path is relative to the workspace, with forward slashes.
 	Path string `json:"path"`

@@ -7,7 +7,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// usage derives spec 004's resource usage from the samples of a run.
+// usage derives a result's resource_usage from the samples of a run.
 //
 // Each sample closes an interval that began at the previous sample (the
 // first at the program's start); the CPU use of an interval is ΔCPU/Δt.

@@ -57,9 +57,9 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, t *tracked) bo
 	return false
 }
 
-// handleExecute is spec 002's POST /execute. The execution does not
-// depend on the client's connection: once accepted it runs to its end (or
-// to the shutdown) and its result goes to the control plane.
+// handleExecute is POST /execute: a handler or a script. The execution
+// does not depend on the client's connection: once accepted it runs to its
+// end (or to the shutdown) and its result goes to the control plane.
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
 	req, err := invoke.DecodeRequest(body)
@@ -121,7 +121,7 @@ func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *invo
 	writeJSON(w, http.StatusOK, res)
 }
 
-// runRequest is the /v1/run body (contract §6).
+// runRequest is the /v1/run body.
 type runRequest struct {
 	Language  string                  `json:"language"`
 	Code      string                  `json:"code"`
@@ -131,7 +131,7 @@ type runRequest struct {
 	Limits    execute.ExecutionLimits `json:"limits"`
 }
 
-// handleRun is spec 004's POST /v1/run.
+// handleRun is POST /v1/run: one program, its result in the response.
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
 	var rr runRequest
@@ -149,11 +149,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.refuseRun(w, r, err, rr.Timeout != nil)
 		return
 	}
-	if s.runner == nil {
-		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/run is not configured on this server")
-		return
-	}
-	ctx, release, ok := s.clientRun(w, r)
+	ctx, release, ok := s.clientRun(w, r, s.runner != nil, "/v1/run")
 	if !ok {
 		return
 	}
@@ -241,10 +237,15 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 	writeError(w, r, status, code, field+": "+err.Error())
 }
 
-// clientRun admits a request whose work ends when its client leaves or
-// the server drains, and takes a slot for it. ok is false when it was
-// answered already.
-func (s *Server) clientRun(w http.ResponseWriter, r *http.Request) (ctx context.Context, release func(), ok bool) {
+// clientRun admits a request to endpoint whose work ends when its client
+// leaves or the server drains, and takes a slot for it; configured false
+// answers that the server does not serve endpoint. ok is false when the
+// request was answered already.
+func (s *Server) clientRun(w http.ResponseWriter, r *http.Request, configured bool, endpoint string) (ctx context.Context, release func(), ok bool) {
+	if !configured {
+		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, endpoint+" is not configured on this server")
+		return nil, nil, false
+	}
 	ctx, release, err := s.enter(r.Context())
 	switch {
 	case err == nil:
@@ -273,13 +274,7 @@ var (
 // errShuttingDown when the server takes no executions, errQueueFull when
 // there is no room, or the context's error when it ends while waiting.
 func (s *Server) enter(parent context.Context) (ctx context.Context, release func(), err error) {
-	s.mu.Lock()
-	st := s.state
-	if st == stateReady {
-		s.inflight.Add(1)
-	}
-	s.mu.Unlock()
-	switch st {
+	switch s.countIn() {
 	case stateDraining:
 		return nil, nil, errShuttingDown
 	case stateStarting:
@@ -318,7 +313,7 @@ func (s *Server) cancelled(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("client left before its answer", "event", "client_gone", "request_id", requestID(r.Context()))
 }
 
-// judgeRefusal is a refused judge request: spec 000's ExecutionResult
+// judgeRefusal is a refused judge request: the judge's ExecutionResult
 // (sandbox_error, VALIDATION_ERROR) with the service's error object beside
 // its fields, so that clients of either shape understand it.
 func judgeRefusal(r *http.Request, res judge.ExecutionResult, msg string) (map[string]json.RawMessage, error) {
@@ -334,7 +329,8 @@ func judgeRefusal(r *http.Request, res judge.ExecutionResult, msg string) (map[s
 	return m, err
 }
 
-// handleJudge is spec 000's POST /v1/judge.
+// handleJudge is POST /v1/judge: compile once, run every test case,
+// judge.
 func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
 	req, err := judge.DecodeRequest(body)
@@ -353,11 +349,7 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 		s.refuseJudge(w, r, req.RequestID, err)
 		return
 	}
-	if s.judge == nil {
-		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/judge is not configured on this server")
-		return
-	}
-	ctx, release, ok := s.clientRun(w, r)
+	ctx, release, ok := s.clientRun(w, r, s.judge != nil, "/v1/judge")
 	if !ok {
 		return
 	}

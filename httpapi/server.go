@@ -22,17 +22,17 @@ import (
 	"github.com/coderunner/coderunner/judge"
 )
 
-// Executor runs spec 002 executions; *invoke.Invoker is one.
+// Executor runs /execute executions; *invoke.Invoker is one.
 type Executor interface {
 	Run(ctx context.Context, req invoke.Request) *invoke.Result
 }
 
-// Runner runs spec 004 executions; *execute.Executor is one.
+// Runner runs /v1/run executions; *execute.Executor is one.
 type Runner interface {
 	Execute(ctx context.Context, req execute.Request) (*execute.Result, error)
 }
 
-// Judge judges spec 000 requests; *judge.Judge is one.
+// Judge judges /v1/judge requests; *judge.Judge is one.
 type Judge interface {
 	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
 }
@@ -398,13 +398,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // admit counts an execution request in, unless the server does not take
 // executions now. done must be called when the request is answered.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (done func(), ok bool) {
-	s.mu.Lock()
-	st := s.state
-	if st == stateReady {
-		s.inflight.Add(1)
-	}
-	s.mu.Unlock()
-	switch st {
+	switch s.countIn() {
 	case stateReady:
 		return s.inflight.Done, true
 	case stateDraining:
@@ -413,6 +407,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (done func(), ok 
 		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the executor is starting")
 	}
 	return nil, false
+}
+
+// countIn counts a request in flight when the server takes executions
+// (the shutdown waits for it), and returns the state it found.
+func (s *Server) countIn() state {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateReady {
+		s.inflight.Add(1)
+	}
+	return s.state
 }
 
 // queueFull answers a request that found no room; enter counted it.

@@ -199,7 +199,7 @@ func TestPanicIsA500WithoutStack(t *testing.T) {
 	}
 }
 
-// TestQueue is SC-007: with one slot, ten concurrent requests are all
+// TestQueue: with one slot, ten concurrent requests are all
 // answered; with the slot busy and the queue full, the next is refused
 // with 503 and Retry-After, and nothing accepted is dropped.
 func TestQueue(t *testing.T) {

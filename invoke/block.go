@@ -8,8 +8,8 @@ import (
 	"strconv"
 )
 
-// The markers of spec 002 (FR-006). Each is followed on its line by the
-// run's nonce.
+// The markers around the result block a handler wrapper prints on
+// standard output. Each is followed on its line by the run's nonce.
 const (
 	MarkerStart = "===SANDBOX_RESULT==="
 	MarkerEnd   = "===SANDBOX_RESULT_END==="

@@ -40,7 +40,8 @@ func TestNativeHandlers(t *testing.T) {
 	}
 }
 
-// TestNativeArtifacts is spec 002's User Story 6.
+// TestNativeArtifacts: the files a handler leaves in its workspace are
+// listed with size, type and checksum; hidden files, links and FIFOs are not.
 func TestNativeArtifacts(t *testing.T) {
 	e := nativeInvoker(t, Options{})
 	requireToolchain(t, "python")
@@ -80,8 +81,8 @@ def handler(event):
 	}
 }
 
-// TestNativeIsolation checks what spec 002's User Story 3 and the token
-// rule ask: no host secrets, no network, no host files.
+// TestNativeIsolation: the code sees no host secrets (the executor's API
+// token included), no network, no host files.
 func TestNativeIsolation(t *testing.T) {
 	t.Setenv("INTERNAL_API_TOKEN", "host-secret-token")
 	e := nativeInvoker(t, Options{})

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Bounds of a request (spec 002: code ≤ 1 MB, timeout 1–3600 s).
+// Bounds of a request: code at most 1 MB, timeout 1 to 3600 s.
 const (
 	MaxCodeBytes   = 1 << 20
 	MaxStdinBytes  = 4 << 20
@@ -68,7 +68,7 @@ func tooLarge(field, format string, a ...any) *FieldError {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, a...), class: ErrTooLarge}
 }
 
-// Request is one execution (spec 002's Execution Request).
+// Request is one execution: the body of POST /execute.
 type Request struct {
 	// ExecutionID identifies the execution to the control plane; it
 	// matches ^[A-Za-z0-9_-]{1,128}$.
@@ -101,7 +101,7 @@ var executionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 // only form that is safe as a file name and a URL path segment.
 func ValidExecutionID(id string) bool { return executionIDPattern.MatchString(id) }
 
-// languages maps the names spec 002 accepts (its python, javascript and
+// languages maps the names /execute accepts (python, javascript and
 // shell, and their aliases) to the ids of the language table.
 var languages = map[string]string{
 	"python": "python", "py": "python", "python3": "python3",

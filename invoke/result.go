@@ -6,10 +6,10 @@ import (
 	"github.com/coderunner/coderunner/execute"
 )
 
-// Status is the outcome of an execution as spec 002 names it.
+// Status is the outcome of an /execute execution.
 type Status string
 
-// The statuses of spec 002.
+// The statuses an /execute result takes.
 const (
 	// StatusSuccess: the code ran and exited with code 0.
 	StatusSuccess Status = "success"
@@ -38,7 +38,7 @@ const (
 )
 
 // Result is the outcome of one execution: the /execute response and the
-// body of the control plane's result callback (contract §4.3).
+// body of the control plane's result callback.
 type Result struct {
 	ExecutionID string `json:"execution_id"`
 	Status      Status `json:"status"`
@@ -96,23 +96,22 @@ func (r *Result) Message() string {
 // CrashedResult is the result of an execution cut short because the
 // executor is stopping: status crashed, exit code -1, no output.
 func CrashedResult(executionID, reason string) *Result {
-	return &Result{
-		ExecutionID: executionID,
-		Status:      StatusCrashed,
-		Reason:      ReasonCrashed,
-		ExitCode:    ExitNone,
-		Error:       &reason,
-		Artifacts:   []execute.Artifact{},
-	}
+	return noRun(executionID, StatusCrashed, ReasonCrashed, reason)
 }
 
 // ErrorResult is the result of a valid request that could not be served
 // (status error, exit code -1) with msg as its error.
 func ErrorResult(executionID, msg string) *Result {
+	return noRun(executionID, StatusError, ReasonSandboxError, msg)
+}
+
+// noRun is the result of an execution that gave no program's outcome:
+// exit code -1, no output, no artifacts, msg as its error.
+func noRun(executionID string, status Status, reason, msg string) *Result {
 	return &Result{
 		ExecutionID: executionID,
-		Status:      StatusError,
-		Reason:      ReasonSandboxError,
+		Status:      status,
+		Reason:      reason,
 		ExitCode:    ExitNone,
 		Error:       &msg,
 		Artifacts:   []execute.Artifact{},

@@ -115,48 +115,9 @@ func (d *discovered) find(ctx context.Context, r *Recipe, base []string, getenv 
 	}
 	var hostTool, hostRoot string
 	if tc.Program != "" || len(tc.Paths) > 0 {
-		found, real, err := findProgram(tc, getenv)
-		if err != nil {
+		var err error
+		if hostTool, hostRoot, err = locate(ctx, tc, getenv); err != nil {
 			return err
-		}
-		hostTool = real
-		switch {
-		case tc.RootUp > 0:
-			hostRoot = real
-			for range tc.RootUp {
-				hostRoot = filepath.Dir(hostRoot)
-			}
-		case len(tc.RootCommand) > 0:
-			argv := expandAll(tc.RootCommand, strings.NewReplacer("{host_program}", found))
-			out, err := runHost(ctx, argv)
-			if err != nil {
-				return fmt.Errorf("cannot find the toolchain root: %s: %w", strings.Join(argv, " "), err)
-			}
-			hostRoot = strings.TrimSpace(firstLine(out))
-			if !filepath.IsAbs(hostRoot) {
-				return fmt.Errorf("%s printed %q, not an absolute path", strings.Join(argv, " "), hostRoot)
-			}
-		}
-		if hostRoot != "" {
-			if hostRoot, err = filepath.EvalSymlinks(hostRoot); err != nil {
-				return fmt.Errorf("toolchain root: %w", err)
-			}
-			if hostRoot == "/" {
-				return fmt.Errorf("toolchain root of %s is /", real)
-			}
-			if tc.Tool != "" {
-				p, err := filepath.EvalSymlinks(filepath.Join(hostRoot, tc.Tool))
-				if err != nil {
-					return fmt.Errorf("%s not found in the toolchain root: %w", tc.Tool, err)
-				}
-				if err := realBinary(p); err != nil {
-					return fmt.Errorf("%s at %s %w", tc.Tool, p, err)
-				}
-				hostTool = p
-			}
-			if !under(hostTool, hostRoot) {
-				return fmt.Errorf("%s is outside its toolchain root %s", hostTool, hostRoot)
-			}
 		}
 		if tc.Mount != "" {
 			rel, _ := filepath.Rel(hostRoot, hostTool)
@@ -201,6 +162,56 @@ func (d *discovered) find(ctx context.Context, r *Recipe, base []string, getenv 
 		d.tc.Version = firstLine(out)
 	}
 	return nil
+}
+
+// locate finds the toolchain on the host: the real path of its tool and
+// the root directory that holds it ("" when the recipe names none).
+func locate(ctx context.Context, tc *Discovery, getenv func(string) string) (hostTool, hostRoot string, err error) {
+	found, real, err := findProgram(tc, getenv)
+	if err != nil {
+		return "", "", err
+	}
+	hostTool = real
+	switch {
+	case tc.RootUp > 0:
+		hostRoot = real
+		for range tc.RootUp {
+			hostRoot = filepath.Dir(hostRoot)
+		}
+	case len(tc.RootCommand) > 0:
+		argv := expandAll(tc.RootCommand, strings.NewReplacer("{host_program}", found))
+		out, err := runHost(ctx, argv)
+		if err != nil {
+			return "", "", fmt.Errorf("cannot find the toolchain root: %s: %w", strings.Join(argv, " "), err)
+		}
+		hostRoot = strings.TrimSpace(firstLine(out))
+		if !filepath.IsAbs(hostRoot) {
+			return "", "", fmt.Errorf("%s printed %q, not an absolute path", strings.Join(argv, " "), hostRoot)
+		}
+	}
+	if hostRoot == "" {
+		return hostTool, "", nil
+	}
+	if hostRoot, err = filepath.EvalSymlinks(hostRoot); err != nil {
+		return "", "", fmt.Errorf("toolchain root: %w", err)
+	}
+	if hostRoot == "/" {
+		return "", "", fmt.Errorf("toolchain root of %s is /", real)
+	}
+	if tc.Tool != "" {
+		p, err := filepath.EvalSymlinks(filepath.Join(hostRoot, tc.Tool))
+		if err != nil {
+			return "", "", fmt.Errorf("%s not found in the toolchain root: %w", tc.Tool, err)
+		}
+		if err := realBinary(p); err != nil {
+			return "", "", fmt.Errorf("%s at %s %w", tc.Tool, p, err)
+		}
+		hostTool = p
+	}
+	if !under(hostTool, hostRoot) {
+		return "", "", fmt.Errorf("%s is outside its toolchain root %s", hostTool, hostRoot)
+	}
+	return hostTool, hostRoot, nil
 }
 
 // findProgram looks for a real binary among the recipe's paths, then in

@@ -109,9 +109,9 @@ type Discovery struct {
 }
 
 // UnmarshalYAML decodes a recipe strictly: an unknown key is an error. It
-// also accepts the shapes of the CodeRunner and Code Execution Sandbox
-// specifications' language tables: compile as a bool, compile_command,
-// command for run, and a single extension without its dot.
+// also accepts the older shape of a language entry: compile as a bool,
+// compile_command, command for run, and a single extension without its
+// dot.
 func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: a language recipe must be a mapping", n.Line)
@@ -119,64 +119,8 @@ func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 	out := Recipe{set: map[string]bool{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		var err error
-		key := k.Value
-		switch key {
-		case "id":
-			err = v.Decode(&out.ID)
-		case "aliases":
-			err = v.Decode(&out.Aliases)
-		case "extensions":
-			err = v.Decode(&out.Extensions)
-		case "extension":
-			var ext string
-			if err = v.Decode(&ext); err == nil {
-				if ext != "" && !strings.HasPrefix(ext, ".") {
-					ext = "." + ext
-				}
-				out.Extensions = []string{ext}
-			}
-			key = "extensions"
-		case "compiled":
-			err = v.Decode(&out.Compiled)
-		case "source":
-			err = v.Decode(&out.Source)
-		case "compile":
-			// The CodeRunner specification writes "compile: true" where
-			// this table says "compiled".
-			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
-				err = v.Decode(&out.Compiled)
-				key = "compiled"
-			} else {
-				err = v.Decode(&out.Compile)
-			}
-		case "compile_command":
-			err = v.Decode(&out.Compile)
-			key = "compile"
-		case "run", "command":
-			err = v.Decode(&out.Run)
-			key = "run"
-		case "env":
-			err = v.Decode(&out.Env)
-		case "mounts":
-			err = strictDecode(v, &out.Mounts)
-		case "version":
-			err = v.Decode(&out.Version)
-		case "image":
-			err = v.Decode(&out.Image)
-		case "memory_factor":
-			err = v.Decode(&out.MemoryFactor)
-		case "timeout_factor":
-			err = v.Decode(&out.TimeoutFactor)
-		case "compile_env":
-			err = v.Decode(&out.CompileEnv)
-		case "build_cache_env":
-			err = v.Decode(&out.BuildCacheEnv)
-		case "min_processes":
-			err = v.Decode(&out.MinProcesses)
-		case "toolchain":
-			err = strictDecode(v, &out.Toolchain)
-		default:
+		key, known, err := out.decodeField(k.Value, v)
+		if !known {
 			return fmt.Errorf("line %d: unknown recipe field %q", k.Line, k.Value)
 		}
 		if err != nil {
@@ -189,6 +133,71 @@ func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*r = out
 	return nil
+}
+
+// decodeField decodes v, the value of the recipe field key, into r. It
+// returns the field's name in this table (the older shape's names map to
+// theirs), and known false for a key no recipe has.
+func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool, err error) {
+	switch key {
+	case "id":
+		err = v.Decode(&r.ID)
+	case "aliases":
+		err = v.Decode(&r.Aliases)
+	case "extensions":
+		err = v.Decode(&r.Extensions)
+	case "extension":
+		var ext string
+		if err = v.Decode(&ext); err == nil {
+			if ext != "" && !strings.HasPrefix(ext, ".") {
+				ext = "." + ext
+			}
+			r.Extensions = []string{ext}
+		}
+		key = "extensions"
+	case "compiled":
+		err = v.Decode(&r.Compiled)
+	case "source":
+		err = v.Decode(&r.Source)
+	case "compile":
+		// The older shape writes "compile: true" where this
+		// table says "compiled".
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+			err = v.Decode(&r.Compiled)
+			key = "compiled"
+		} else {
+			err = v.Decode(&r.Compile)
+		}
+	case "compile_command":
+		err = v.Decode(&r.Compile)
+		key = "compile"
+	case "run", "command":
+		err = v.Decode(&r.Run)
+		key = "run"
+	case "env":
+		err = v.Decode(&r.Env)
+	case "mounts":
+		err = strictDecode(v, &r.Mounts)
+	case "version":
+		err = v.Decode(&r.Version)
+	case "image":
+		err = v.Decode(&r.Image)
+	case "memory_factor":
+		err = v.Decode(&r.MemoryFactor)
+	case "timeout_factor":
+		err = v.Decode(&r.TimeoutFactor)
+	case "compile_env":
+		err = v.Decode(&r.CompileEnv)
+	case "build_cache_env":
+		err = v.Decode(&r.BuildCacheEnv)
+	case "min_processes":
+		err = v.Decode(&r.MinProcesses)
+	case "toolchain":
+		err = strictDecode(v, &r.Toolchain)
+	default:
+		return key, false, nil
+	}
+	return key, true, err
 }
 
 // strictDecode decodes n into out refusing unknown keys, which Node.Decode

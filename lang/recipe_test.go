@@ -33,7 +33,9 @@ func TestEmbeddedRecipesValidate(t *testing.T) {
 	}
 }
 
-// TestContractFlags pins the compiler flags CONTRACT §2 names.
+// TestContractFlags pins the compiler and run flags programs are judged
+// under (C11 with -O2 and libm, C++17, optimised Rust, the class Solution
+// on the workspace class path): changing one changes verdicts.
 func TestContractFlags(t *testing.T) {
 	tests := []struct {
 		id    string
@@ -76,7 +78,7 @@ cpp:
   compile: ["{tool}", "-O3", "-std=c++20", "-o", "{binary}", "{source}"]
   image: gcc:13
 python:
-  # The CodeRunner specification's shape.
+  # The older shape: extension without its dot.
   image: "python:3.12-slim"
   extension: "py"
   compile: false

@@ -113,20 +113,26 @@ func New(overrides map[string]Recipe) (*Table, error) {
 		t.byName[l.ID] = l
 	}
 	for _, l := range t.sorted {
-		for i, a := range l.Aliases {
-			if other, ok := t.byName[a]; ok && other != l {
-				return nil, fmt.Errorf("%w: languages.%s.aliases[%d]: %q already names %s", ErrInvalidRecipe, l.ID, i, a, other.ID)
-			}
-			t.byName[a] = l
+		if err := index(t.byName, l, "aliases", l.Aliases, "already names"); err != nil {
+			return nil, err
 		}
-		for i, e := range l.Extensions {
-			if other, ok := t.byExt[e]; ok && other != l {
-				return nil, fmt.Errorf("%w: languages.%s.extensions[%d]: %q is already used by %s", ErrInvalidRecipe, l.ID, i, e, other.ID)
-			}
-			t.byExt[e] = l
+		if err := index(t.byExt, l, "extensions", l.Extensions, "is already used by"); err != nil {
+			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// index maps each of keys, the list field of l's recipe, to l in m. A key
+// that already maps to another language is an error, worded with clash.
+func index(m map[string]*Language, l *Language, field string, keys []string, clash string) error {
+	for i, k := range keys {
+		if other, ok := m[k]; ok && other != l {
+			return fmt.Errorf("%w: languages.%s.%s[%d]: %q %s %s", ErrInvalidRecipe, l.ID, field, i, k, clash, other.ID)
+		}
+		m[k] = l
+	}
+	return nil
 }
 
 // Lookup finds a language by id or alias, ignoring case. An unknown name

@@ -10,7 +10,7 @@ import (
 // Placeholder sets: which placeholders each kind of template may use.
 var (
 	argvPlaceholders = set("source", "binary", "class", "workspace", "memory_mb", "heap_mb", "tool", "root",
-		// The CodeRunner and Code Execution Sandbox specifications' names.
+		// The older names of source and class.
 		"classname", "filename")
 	envPlaceholders     = set("tool", "root", "workspace")
 	sourcePlaceholders  = set("class", "classname")
@@ -78,23 +78,11 @@ func (r *Recipe) validate(id string) error {
 	if err := checkArgv(r.Compile, argvPlaceholders); err != nil {
 		return f("compile", "%v", err)
 	}
-	for i, e := range r.Env {
-		k, v, ok := strings.Cut(e, "=")
-		if !ok || !envKey.MatchString(k) {
-			return f(fmt.Sprintf("env[%d]", i), "%q is not KEY=value", e)
-		}
-		if err := checkTemplate(v, envPlaceholders); err != nil {
-			return f(fmt.Sprintf("env[%d]", i), "%v", err)
-		}
+	if err := checkEnv(f, "env", r.Env, envPlaceholders); err != nil {
+		return err
 	}
-	for i, e := range r.CompileEnv {
-		k, v, ok := strings.Cut(e, "=")
-		if !ok || !envKey.MatchString(k) {
-			return f(fmt.Sprintf("compile_env[%d]", i), "%q is not KEY=value", e)
-		}
-		if err := checkTemplate(v, nil); err != nil {
-			return f(fmt.Sprintf("compile_env[%d]", i), "%v", err)
-		}
+	if err := checkEnv(f, "compile_env", r.CompileEnv, nil); err != nil {
+		return err
 	}
 	if r.BuildCacheEnv != "" && !envKey.MatchString(r.BuildCacheEnv) {
 		return f("build_cache_env", "%q is not a variable name", r.BuildCacheEnv)
@@ -202,6 +190,22 @@ func checkArgv(argv []string, allowed map[string]bool) error {
 }
 
 // checkTemplate reports an unknown or unterminated placeholder.
+// checkEnv checks the KEY=value entries of the list field, whose values
+// may use the placeholders allowed; f words the error.
+func checkEnv(f func(field, format string, args ...any) error, field string, env []string, allowed map[string]bool) error {
+	for i, e := range env {
+		name := fmt.Sprintf("%s[%d]", field, i)
+		k, v, ok := strings.Cut(e, "=")
+		if !ok || !envKey.MatchString(k) {
+			return f(name, "%q is not KEY=value", e)
+		}
+		if err := checkTemplate(v, allowed); err != nil {
+			return f(name, "%v", err)
+		}
+	}
+	return nil
+}
+
 func checkTemplate(s string, allowed map[string]bool) error {
 	for {
 		i := strings.IndexByte(s, '{')

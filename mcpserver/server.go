@@ -15,7 +15,7 @@ import (
 // Name is the server's name in the MCP handshake.
 const Name = "coderunner"
 
-// Runner runs spec 004 executions. The session-aware executor of package
+// Runner runs single executions. The session-aware executor of package
 // session (Store.Wrap) is the one to give, so that session_id keeps files.
 type Runner interface {
 	Execute(ctx context.Context, req execute.Request) (*execute.Result, error)
@@ -34,7 +34,7 @@ type Options struct {
 	// JudgeOptions configure the judge of judge_code.
 	JudgeOptions judge.Options
 	// Limits are the defaults of execute_code's limits; zero fields take
-	// spec 004's.
+	// execute.DefaultLimits'.
 	Limits execute.ExecutionLimits
 	// Version is reported in the handshake.
 	Version string

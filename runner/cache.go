@@ -119,10 +119,10 @@ func openCache(dir string, maxBytes int64, log *slog.Logger) (*cache, error) {
 		path string
 		mode fs.FileMode
 	}{{c.dir, 0o755}, {c.entries, 0o755}, {c.tmp, 0o711}} {
-		if err := os.MkdirAll(d.path, d.mode); err != nil {
+		if err := os.MkdirAll(d.path, d.mode); err != nil { //nolint:forbidigo // the cache directory, host-owned
 			return nil, fmt.Errorf("runner: unable to create the cache directory: %w", err)
 		}
-		if err := os.Chmod(d.path, d.mode); err != nil {
+		if err := os.Chmod(d.path, d.mode); err != nil { //nolint:forbidigo // the cache directory, host-owned
 			return nil, fmt.Errorf("runner: unable to set the mode of %s: %w", d.path, err)
 		}
 	}
@@ -140,7 +140,7 @@ func checkReachable(dir string) error {
 		return nil
 	}
 	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
+		fi, err := os.Stat(d) //nolint:forbidigo // the cache directory's parents, host-owned
 		if err != nil {
 			return fmt.Errorf("runner: cache directory: %w", err)
 		}
@@ -159,7 +159,7 @@ func checkReachable(dir string) error {
 // link.
 func treeDigest(dir string) (string, error) {
 	h := sha256.New()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error { //nolint:forbidigo // cache entries hold only what copyOut wrote; WalkDir follows no link
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func treeDigest(dir string) (string, error) {
 		switch {
 		case fi.Mode().IsRegular():
 			fmt.Fprintf(h, " %d\n", fi.Size())
-			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:gosec // the cache holds only what the runner wrote; no link is followed at the end
+			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:gosec,forbidigo // the cache holds only what the runner wrote; no link is followed at the end
 			if err != nil {
 				return err
 			}
@@ -188,7 +188,7 @@ func treeDigest(dir string) (string, error) {
 				return fmt.Errorf("%s changed while it was read", rel)
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(p)
+			t, err := os.Readlink(p) //nolint:forbidigo // reads a link's target, never follows it
 			if err != nil {
 				return err
 			}
@@ -210,12 +210,12 @@ func writeSum(dir string) error {
 	if err != nil {
 		return fmt.Errorf("unable to checksum the compiled program: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, sumFile), []byte(sum+"\n"), 0o444)
+	return os.WriteFile(filepath.Join(dir, sumFile), []byte(sum+"\n"), 0o444) //nolint:forbidigo // the staged entry, host-owned
 }
 
 // checkSum fails unless the entry dir has the digest it was stored with.
 func checkSum(dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, sumFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(filepath.Join(dir, sumFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:forbidigo // the entry's digest file, O_NOFOLLOW
 	if err != nil {
 		return fmt.Errorf("no digest: %w", err)
 	}
@@ -236,7 +236,7 @@ func checkSum(dir string) error {
 
 // removeStale removes what dead processes left in tmp.
 func (c *cache) removeStale() {
-	ents, err := os.ReadDir(c.tmp)
+	ents, err := os.ReadDir(c.tmp) //nolint:forbidigo // the cache's tmp directory, host-owned
 	if err != nil {
 		return
 	}
@@ -259,7 +259,7 @@ func (c *cache) removeStale() {
 // mkTemp creates a private directory in tmp, on the same file system as
 // the entries so that it can be renamed into place.
 func (c *cache) mkTemp(prefix string) (string, error) {
-	d, err := os.MkdirTemp(c.tmp, prefix)
+	d, err := os.MkdirTemp(c.tmp, prefix) //nolint:forbidigo // the cache's tmp directory, host-owned
 	if err != nil {
 		return "", fmt.Errorf("unable to create a directory in the cache: %w", err)
 	}
@@ -270,7 +270,7 @@ func (c *cache) mkTemp(prefix string) (string, error) {
 // used.
 func (c *cache) open(key string) (*entry, bool, error) {
 	p := filepath.Join(c.entries, key)
-	f, err := os.OpenFile(p, os.O_RDONLY|noFollowDir, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|noFollowDir, 0) //nolint:forbidigo // the cache entry's name, O_NOFOLLOW
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -284,7 +284,7 @@ func (c *cache) open(key string) (*entry, bool, error) {
 	// An eviction may have taken the entry away while we waited for the
 	// lock: what we hold must still be what the name points to.
 	held, err1 := f.Stat()
-	now, err2 := os.Lstat(p)
+	now, err2 := os.Lstat(p) //nolint:forbidigo // the cache entry's name, host-owned
 	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
 		_ = f.Close()
 		return nil, false, nil
@@ -303,7 +303,7 @@ func (c *cache) open(key string) (*entry, bool, error) {
 	c.inUse[key]++
 	c.mu.Unlock()
 	t := time.Now()
-	if err := os.Chtimes(p, t, t); err != nil {
+	if err := os.Chtimes(p, t, t); err != nil { //nolint:forbidigo // the cache entry, host-owned
 		c.log.Warn("unable to mark a cache entry used", "key", key, "error", err)
 	}
 	return &entry{c: c, key: key, dir: p, lock: f}, true, nil
@@ -316,7 +316,7 @@ func (c *cache) insert(key, staged string) (*entry, error) {
 	p := filepath.Join(c.entries, key)
 	err := writeSum(staged)
 	if err == nil {
-		err = os.Rename(staged, p)
+		err = os.Rename(staged, p) //nolint:forbidigo // the staged entry into the cache, both host-owned
 	}
 	if err != nil {
 		if rmErr := removeTree(staged); rmErr != nil {
@@ -386,7 +386,7 @@ type cacheItem struct {
 
 // scan lists the entries with their last use and size.
 func (c *cache) scan() ([]cacheItem, int64) {
-	ents, err := os.ReadDir(c.entries)
+	ents, err := os.ReadDir(c.entries) //nolint:forbidigo // the cache's entries directory, host-owned
 	if err != nil {
 		c.log.Warn("unable to list the cache", "error", err)
 		return nil, 0
@@ -411,7 +411,7 @@ func (c *cache) scan() ([]cacheItem, int64) {
 // remove takes key out of the cache unless some process holds it.
 func (c *cache) remove(key string) (bool, error) {
 	p := filepath.Join(c.entries, key)
-	f, err := os.OpenFile(p, os.O_RDONLY|noFollowDir, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|noFollowDir, 0) //nolint:forbidigo // the cache entry's name, O_NOFOLLOW
 	if err != nil {
 		return false, err
 	}
@@ -420,13 +420,13 @@ func (c *cache) remove(key string) (bool, error) {
 	if !ok || err != nil {
 		return false, err
 	}
-	trash, err := os.MkdirTemp(c.tmp, "evicted-")
+	trash, err := os.MkdirTemp(c.tmp, "evicted-") //nolint:forbidigo // the cache's tmp directory, host-owned
 	if err != nil {
 		return false, err
 	}
 	// Renamed while locked, so that no one can take it once we let go.
-	if err := os.Rename(p, filepath.Join(trash, key)); err != nil {
-		_ = os.Remove(trash)
+	if err := os.Rename(p, filepath.Join(trash, key)); err != nil { //nolint:forbidigo // both paths in the cache, host-owned
+		_ = os.Remove(trash) //nolint:forbidigo // the empty directory just made
 		return false, err
 	}
 	return true, removeTree(trash)
@@ -436,7 +436,7 @@ func (c *cache) remove(key string) (bool, error) {
 // what the runner wrote.
 func treeSize(dir string) int64 {
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error { //nolint:forbidigo // cache entries hold only what copyOut wrote; WalkDir follows no link
 		if err != nil {
 			return nil
 		}
@@ -452,19 +452,19 @@ func treeSize(dir string) int64 {
 // so write permission is given back to each directory first (as root it
 // is not needed). It never follows a symbolic link.
 func removeTree(dir string) error {
-	err := os.RemoveAll(dir)
+	err := os.RemoveAll(dir) //nolint:forbidigo // a tree of the runner's; RemoveAll follows no link
 	if err == nil || os.Geteuid() == 0 {
 		return err
 	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error { //nolint:forbidigo // a tree of the runner's; WalkDir follows no link
 		if err == nil && d.IsDir() {
 			// Nothing runs in the tree any more, so nothing can swap
 			// a directory for a link under the walk.
-			_ = os.Chmod(p, 0o755) //nolint:gosec // see above
+			_ = os.Chmod(p, 0o755) //nolint:gosec,forbidigo // see above
 		}
 		return nil
 	})
-	return os.RemoveAll(dir)
+	return os.RemoveAll(dir) //nolint:forbidigo // a tree of the runner's; RemoveAll follows no link
 }
 
 func isNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) }

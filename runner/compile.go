@@ -147,14 +147,14 @@ func (r *Runner) stage(step *compileStep, ws, staged string, skip func(string) b
 		return fmt.Errorf("unable to copy the compiled program: %w", err)
 	}
 	if usesBinary(step.lang) {
-		fi, err := os.Lstat(filepath.Join(staged, lang.DefaultBinary))
+		fi, err := os.Lstat(filepath.Join(staged, lang.DefaultBinary)) //nolint:forbidigo // the staged entry, written by copyOut with no links
 		if err != nil || !fi.Mode().IsRegular() {
 			return &judge.CompileError{Output: "Compilation produced no program"}
 		}
 	}
 	// The sandbox's users read the entry; it is complete, so it may be
 	// renamed into place.
-	return os.Chmod(staged, 0o755)
+	return os.Chmod(staged, 0o755) //nolint:forbidigo // the staged entry, host-owned
 }
 
 // usesBinary reports whether the language's run template runs {binary}.

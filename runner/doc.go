@@ -45,12 +45,12 @@
 // names its build cache variable (Go's build_cache_env: GOCACHE) gets a
 // private, writable build cache in the compile workspace, seeded with the
 // standard library (goseed.go). The first Go compile of a toolchain builds
-// the seed once (15 to 30 seconds on two cores, in the background: a
-// caller that gives up does not stop it) and keeps it in the cache
-// directory as go-seed-<version>-<hash>; later compiles start from a copy
-// (hard links as root: 50 ms against 200 ms for a real copy) and take
-// about half a second. A failed seed build is retried after ten minutes;
-// meanwhile compiles start from an empty cache.
+// the seed once, in the background (a caller that gives up does not stop
+// it), and keeps it in the cache directory as go-seed-<version>-<hash>;
+// later compiles start from a copy of it (hard links as root, a real copy
+// otherwise). A failed seed build is retried after ten minutes; meanwhile
+// compiles start from an empty cache. The README's Performance section
+// has what these steps cost.
 //
 // The cache directory must be reachable by the sandbox's users, since
 // entries are bind-mounted from it: as root the default is

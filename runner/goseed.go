@@ -129,7 +129,7 @@ func (r *Runner) seedGoCache(ctx context.Context, step *compileStep, ws string) 
 	// A fresh trim stamp: Go then does not walk the seed to trim it after
 	// the build. It is ours, so Go can read it but not rewrite it.
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	return os.WriteFile(filepath.Join(dst, "trim.txt"), []byte(stamp), 0o644)
+	return os.WriteFile(filepath.Join(dst, "trim.txt"), []byte(stamp), 0o644) //nolint:forbidigo // dst was made by cloneTree before the sandbox ran
 }
 
 // goSeed returns the seed directory for step's toolchain, building it once
@@ -174,7 +174,7 @@ func (r *Runner) goSeed(ctx context.Context, step *compileStep) (string, error) 
 // ensureSeed builds the seed dir unless it is there already (built by
 // another process, or before a restart).
 func (r *Runner) ensureSeed(step *compileStep, dir string) error {
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() { //nolint:forbidigo // the seed's directory in the cache, host-owned
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), seedWallTime+time.Minute)
@@ -235,11 +235,11 @@ func (r *Runner) buildSeed(ctx context.Context, step *compileStep, dir string) e
 		_ = removeTree(staged)
 		return fmt.Errorf("unable to keep the seed: %w", err)
 	}
-	if err := os.Chmod(staged, 0o755); err != nil {
+	if err := os.Chmod(staged, 0o755); err != nil { //nolint:forbidigo // the staged seed, host-owned
 		_ = removeTree(staged)
 		return err
 	}
-	if err := os.Rename(staged, dir); err != nil {
+	if err := os.Rename(staged, dir); err != nil { //nolint:forbidigo // both paths in the cache, host-owned
 		_ = removeTree(staged)
 		// Another process stored it first.
 		if errors.Is(err, fs.ErrExist) || isNotEmpty(err) {
@@ -254,10 +254,10 @@ func (r *Runner) buildSeed(ctx context.Context, step *compileStep, dir string) e
 // the host, can write. It lies inside a workspace only that user can
 // enter.
 func mkdirOpen(p string) error {
-	if err := os.Mkdir(p, 0o777); err != nil {
+	if err := os.Mkdir(p, 0o777); err != nil { //nolint:forbidigo // a workspace no sandbox has run in yet
 		return err
 	}
-	return os.Chmod(p, 0o777)
+	return os.Chmod(p, 0o777) //nolint:forbidigo // the directory just made
 }
 
 // cloneTree recreates the seed src at dst: writable directories, and its
@@ -266,7 +266,7 @@ func mkdirOpen(p string) error {
 func cloneTree(src, dst string, link bool) error {
 	// Both trees are ours: src is a seed stored through copyOut (regular
 	// files and directories only), dst a workspace no sandbox has run in.
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error { //nolint:forbidigo // both trees are ours, see above
 		if err != nil {
 			return err
 		}
@@ -284,7 +284,7 @@ func cloneTree(src, dst string, link bool) error {
 			return nil
 		}
 		if link {
-			err := os.Link(p, target) //nolint:gosec // both trees are ours, see above
+			err := os.Link(p, target) //nolint:gosec,forbidigo // both trees are ours, see above
 			if err == nil || !errors.Is(err, syscall.EXDEV) {
 				return err
 			}
@@ -295,12 +295,12 @@ func cloneTree(src, dst string, link bool) error {
 
 // copyFile copies a file of ours.
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := os.Open(src) //nolint:forbidigo // a seed file, written by copyOut
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) //nolint:forbidigo // a workspace no sandbox has run in yet
 	if err != nil {
 		return err
 	}

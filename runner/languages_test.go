@@ -214,7 +214,7 @@ fn main() {
 }
 
 // TestLanguages judges each language's programs through the judge with
-// the exact statuses of spec 000.
+// the exact statuses the judge gives.
 func TestLanguages(t *testing.T) {
 	r, _ := newRunner(t, runner.Options{})
 	j := judge.New(r, judge.Options{Parallel: 2})

@@ -20,7 +20,7 @@ import (
 const DefaultCacheMaxBytes = 1 * sandbox.GiB
 
 // DefaultCompileLimits bound every compile step, the judge's and a single
-// run's alike: 30 s and 512 MB, as the contract says. Compilers get more
+// run's alike: 30 s and 512 MB. Compilers get more
 // processes, open files and /tmp than the programs they build: gcc forks
 // cc1, as and ld, javac and go build run many threads and write large
 // temporary files. The two compile paths had drifted to 128 and 256

@@ -41,7 +41,7 @@ func TestJavaHeapOverflow(t *testing.T) {
 	}
 }
 
-// TestSmallMemoryLimit is CONTRACT §10: a C hello-world runs with a 16 MB
+// TestSmallMemoryLimit: a C hello-world runs with a 16 MB
 // limit, since the compiler is not charged to the program.
 func TestSmallMemoryLimit(t *testing.T) {
 	r, _ := newRunner(t, runner.Options{})

@@ -39,8 +39,8 @@ const (
 	GiB int64 = 1 << 30
 )
 
-// DefaultLimits are the limits a zero Limits field takes. They follow the
-// Code Execution Sandbox API defaults.
+// DefaultLimits are the limits a zero Limits field takes: those of a
+// single run that names none.
 var DefaultLimits = Limits{
 	WallTime:      30 * time.Second,
 	CPUTime:       30 * time.Second,

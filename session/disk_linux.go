@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +27,7 @@ func ensureDir(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("sessions directory %q is not an absolute path", dir)
 	}
-	if err := os.MkdirAll(dir, 0o711); err != nil {
+	if err := os.MkdirAll(dir, 0o711); err != nil { //nolint:forbidigo // the configured sessions directory, checked next
 		return fmt.Errorf("unable to create the sessions directory: %w", err)
 	}
 	var st unix.Stat_t
@@ -47,18 +46,18 @@ func ensureDir(dir string) error {
 // take before its owner does.
 func lockInstance(dir, name string) (lock *os.File, path string, err error) {
 	tmp := filepath.Join(dir, ".tmp-"+name)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600) //nolint:forbidigo // a lock file in the sessions directory, O_NOFOLLOW
 	if err != nil {
 		return nil, "", fmt.Errorf("unable to create the sessions lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		_ = os.Remove(tmp)
+		_ = os.Remove(tmp) //nolint:forbidigo // a lock file in the sessions directory
 		_ = f.Close()
 		return nil, "", fmt.Errorf("unable to lock the sessions directory: %w", err)
 	}
 	final := filepath.Join(dir, name+".lock")
-	if err := os.Rename(tmp, final); err != nil {
-		_ = os.Remove(tmp)
+	if err := os.Rename(tmp, final); err != nil { //nolint:forbidigo // lock files in the sessions directory
+		_ = os.Remove(tmp) //nolint:forbidigo // a lock file in the sessions directory
 		_ = f.Close()
 		return nil, "", fmt.Errorf("unable to create the sessions lock: %w", err)
 	}
@@ -69,7 +68,7 @@ func lockInstance(dir, name string) (lock *os.File, path string, err error) {
 // tmpfs mounts, their workspaces and their lock files. An instance whose
 // lock a live Store holds is left alone.
 func cleanStale(dir string, log *slog.Logger) {
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir) //nolint:forbidigo // the sessions directory, listed by name only
 	if err != nil {
 		log.Warn("unable to list the sessions directory", "path", dir, "error", err)
 		return
@@ -108,7 +107,7 @@ func cleanStale(dir string, log *slog.Logger) {
 			}
 		}
 		if lock != nil {
-			_ = os.Remove(lock.Name())
+			_ = os.Remove(lock.Name()) //nolint:forbidigo // a lock file in the sessions directory
 			_ = lock.Close()
 		}
 	}
@@ -117,7 +116,7 @@ func cleanStale(dir string, log *slog.Logger) {
 // tryLock opens and locks path, or returns nil when another process holds
 // it or it cannot be opened.
 func tryLock(path string) *os.File {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0) //nolint:forbidigo // a lock file in the sessions directory, O_NOFOLLOW
 	if err != nil {
 		return nil
 	}
@@ -131,7 +130,7 @@ func tryLock(path string) *os.File {
 // unmountBelow lazily unmounts every mount at or below dir, deepest first,
 // as /proc/self/mountinfo lists them.
 func unmountBelow(dir string, log *slog.Logger) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open("/proc/self/mountinfo") //nolint:forbidigo // a file of procfs, host-owned
 	if err != nil {
 		return
 	}
@@ -144,7 +143,7 @@ func unmountBelow(dir string, log *slog.Logger) {
 		if len(fields) < 5 {
 			continue
 		}
-		p := unescapeMountPath(fields[4])
+		p := mountpoint.Unescape(fields[4])
 		if p == dir || strings.HasPrefix(p, dir+"/") {
 			points = append(points, p)
 		}
@@ -155,26 +154,6 @@ func unmountBelow(dir string, log *slog.Logger) {
 			log.Warn("unable to unmount a stale session workspace", "path", p, "error", err)
 		}
 	}
-}
-
-// unescapeMountPath decodes the octal escapes (\040 for a space) of a
-// mountinfo path.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // mountTmpfs mounts a tmpfs of size bytes and inodes files on dir. No

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -103,35 +102,4 @@ func TestTreeUsageHostile(t *testing.T) {
 	if _, err := treeUsage(ws, 5, 1000); !errors.Is(err, errTooLarge) {
 		t.Errorf("entry bound: %v, want errTooLarge", err)
 	}
-}
-
-func TestUnescapeMountPath(t *testing.T) {
-	tests := map[string]string{
-		`/tmp/a`:          "/tmp/a",
-		`/tmp/a\040b`:     "/tmp/a b",
-		`/tmp/tab\011x`:   "/tmp/tab\tx",
-		`/tmp/back\134x`:  `/tmp/back\x`,
-		`/tmp/short\04`:   `/tmp/short\04`,
-		`/tmp/notoct\9xx`: `/tmp/notoct\9xx`,
-	}
-	for in, want := range tests {
-		if got := unescapeMountPath(in); got != want {
-			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func FuzzUnescapeMountPath(f *testing.F) {
-	for _, s := range []string{`/a\040b`, `\`, `\0`, `\777`, `/x\134\134`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := unescapeMountPath(s)
-		if len(got) > len(s) {
-			t.Errorf("unescaping %q grew it to %q", s, got)
-		}
-		if !strings.Contains(s, `\`) && got != s {
-			t.Errorf("%q has no escape but became %q", s, got)
-		}
-	})
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 )
 
-// Executor runs spec 004 requests; *execute.Executor is one.
+// Executor runs single executions; *execute.Executor is one.
 type Executor interface {
 	Execute(ctx context.Context, req execute.Request) (*execute.Result, error)
 }

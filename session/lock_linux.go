@@ -14,7 +14,7 @@ import (
 // names.
 func tryLockSession(path string) (*os.File, error) {
 	for range 100 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600) //nolint:forbidigo // a lock file in the sessions directory, O_NOFOLLOW
 		if err != nil {
 			return nil, err
 		}

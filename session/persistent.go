@@ -83,13 +83,13 @@ func (p *PersistentStore) Acquire(ctx context.Context, id string) (_ *Persistent
 		}
 	}()
 	dir := l.Dir()
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) { //nolint:forbidigo // a workspace's own name in the sessions directory
 		if err := p.admitNew(id); err != nil {
 			// The lock file of a session that never started goes too.
-			_ = os.Remove(p.lockPath(id))
+			_ = os.Remove(p.lockPath(id)) //nolint:forbidigo // a lock file in the sessions directory
 			return nil, err
 		}
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		if err := os.Mkdir(dir, 0o700); err != nil { //nolint:forbidigo // a workspace's own name in the sessions directory
 			return nil, fmt.Errorf("unable to create the workspace of session %q: %w", id, err)
 		}
 	}
@@ -98,8 +98,8 @@ func (p *PersistentStore) Acquire(ctx context.Context, id string) (_ *Persistent
 		// machine (what is left below is removed with the session).
 		if err := mountTmpfs(dir, p.opts.MaxBytes, p.opts.MaxFiles); err != nil {
 			// The lock file of a session that never started goes too.
-			_ = os.Remove(dir)
-			_ = os.Remove(p.lockPath(id))
+			_ = os.Remove(dir)            //nolint:forbidigo // the workspace's own name in the sessions directory
+			_ = os.Remove(p.lockPath(id)) //nolint:forbidigo // a lock file in the sessions directory
 			return nil, fmt.Errorf("session %q: %w", id, err)
 		}
 	}
@@ -122,7 +122,7 @@ func (p *PersistentStore) admitNew(id string) error {
 		if other == id {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(p.opts.Dir, other)); err != nil {
+		if _, err := os.Lstat(filepath.Join(p.opts.Dir, other)); err != nil { //nolint:forbidigo // a workspace's own name in the sessions directory
 			continue
 		}
 		n++
@@ -156,7 +156,7 @@ func (l *PersistentLease) Release() {
 		_, _ = l.lock.WriteAt([]byte(strconv.FormatInt(used, 10)), 0)
 	}
 	now := l.p.opts.now()
-	_ = os.Chtimes(l.lock.Name(), now, now)
+	_ = os.Chtimes(l.lock.Name(), now, now) //nolint:forbidigo // a lock file in the sessions directory
 	l.unlock()
 }
 
@@ -181,7 +181,7 @@ func (p *PersistentStore) remove(id string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("unable to remove the workspace of session %q: %w", id, err)
 	}
-	if err := os.Remove(p.lockPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(p.lockPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) { //nolint:forbidigo // a lock file in the sessions directory
 		return fmt.Errorf("unable to remove the lock of session %q: %w", id, err)
 	}
 	return nil
@@ -212,7 +212,7 @@ func (p *PersistentStore) Sweep() {
 // expired reports whether session id was last used IdleTimeout before now,
 // or has a workspace without a lock file.
 func (p *PersistentStore) expired(id string, now time.Time) bool {
-	fi, err := os.Lstat(p.lockPath(id))
+	fi, err := os.Lstat(p.lockPath(id)) //nolint:forbidigo // a lock file in the sessions directory
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist)
 	}
@@ -222,7 +222,7 @@ func (p *PersistentStore) expired(id string, now time.Time) bool {
 // ids lists the sessions under the directory, by their lock files and
 // workspaces; names that are not session ids are ignored.
 func (p *PersistentStore) ids() []string {
-	entries, err := os.ReadDir(p.opts.Dir)
+	entries, err := os.ReadDir(p.opts.Dir) //nolint:forbidigo // the sessions directory, listed by name only
 	if err != nil {
 		p.opts.Logger.Warn("unable to list the sessions directory", "path", p.opts.Dir, "error", err)
 		return nil
@@ -267,7 +267,7 @@ func (p *PersistentStore) lock(ctx context.Context, id string) (*os.File, error)
 // recordedUse is the use in bytes that the lock file at path records, 0 if
 // none.
 func recordedUse(path string) int64 {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:forbidigo // a lock file in the sessions directory
 	if err != nil {
 		return 0
 	}

@@ -153,12 +153,12 @@ func Open(opts Options) (s *Store, retErr error) {
 	}
 	defer func() {
 		if retErr != nil {
-			_ = os.Remove(lockPath)
+			_ = os.Remove(lockPath) //nolint:forbidigo // this instance's lock file
 			_ = lock.Close()
 		}
 	}()
 	dir := filepath.Join(opts.Dir, name)
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	if err := os.Mkdir(dir, 0o711); err != nil { //nolint:forbidigo // this instance's directory in the sessions directory
 		return nil, fmt.Errorf("unable to create the sessions directory: %w", err)
 	}
 	s = &Store{
@@ -270,14 +270,14 @@ func (s *Store) create(id string) (*entry, error) {
 	// apart from the old one, whose files may still be in use by its last
 	// call. Ids hold no '.', so names never collide.
 	e := &entry{id: id, dir: filepath.Join(s.dir, fmt.Sprintf("%s.%d", id, s.seq)), sem: make(chan struct{}, 1)}
-	if err := os.Mkdir(e.dir, 0o700); err != nil {
+	if err := os.Mkdir(e.dir, 0o700); err != nil { //nolint:forbidigo // a new workspace in this instance's directory
 		return nil, fmt.Errorf("unable to create the workspace of session %q: %w", id, err)
 	}
 	if s.tmpfs {
 		// The cap must hold while a call runs: a workspace that is not
 		// a capped tmpfs is refused (every backend refuses it too).
 		if err := mountTmpfs(e.dir, s.opts.MaxBytes, s.opts.MaxFiles); err != nil {
-			_ = os.Remove(e.dir)
+			_ = os.Remove(e.dir) //nolint:forbidigo // the empty directory just made
 			return nil, fmt.Errorf("session %q: %w", id, err)
 		}
 		e.mounted = true
@@ -486,7 +486,7 @@ func (s *Store) finish() {
 	if err := removeTree(s.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("unable to remove the sessions directory", "path", s.dir, "error", err)
 	}
-	_ = os.Remove(s.lockPath)
+	_ = os.Remove(s.lockPath) //nolint:forbidigo // this instance's lock file
 	_ = s.lock.Close()
 }
 

@@ -50,12 +50,12 @@ func New(parent, prefix string, size int64, inodes int) (*Dir, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-")
+	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-") //nolint:forbidigo // parent is the host's work directory, not a sandbox's
 	if err != nil {
 		return nil, fmt.Errorf("unable to create the workspace: %w", err)
 	}
 	if err := Mount(dir, size, inodes); err != nil {
-		_ = os.Remove(dir)
+		_ = os.Remove(dir) //nolint:forbidigo // the directory just made, before any mount or sandbox
 		return nil, err
 	}
 	return &Dir{Path: dir}, nil
@@ -113,8 +113,8 @@ func (d *Dir) Remove() error {
 	// The directory beneath the mount was never written to; a removal
 	// that still finds entries (the mount went missing) removes them
 	// without following links.
-	if err := os.Remove(d.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		if err := os.RemoveAll(d.Path); err != nil {
+	if err := os.Remove(d.Path); err != nil && !errors.Is(err, os.ErrNotExist) { //nolint:forbidigo // the workspace's own directory, unmounted: unlink follows no link
+		if err := os.RemoveAll(d.Path); err != nil { //nolint:forbidigo // under the unmounted tmpfs nothing ran; RemoveAll follows no link
 			return fmt.Errorf("unable to remove the workspace %s: %w", d.Path, err)
 		}
 	}
@@ -167,7 +167,7 @@ func Sweep(parent, prefix string) int {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	ents, err := os.ReadDir(parent)
+	ents, err := os.ReadDir(parent) //nolint:forbidigo // the host's work directory, listed by name only
 	if err != nil {
 		return 0
 	}
@@ -208,7 +208,7 @@ func alive(pid int) bool {
 	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
 		return false
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat") //nolint:forbidigo // a file of procfs, host-owned
 	if err != nil {
 		return !errors.Is(err, os.ErrNotExist)
 	}

@@ -20,9 +20,9 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// Languages override or extend the built-in language table, by id.
 	Languages map[string]lang.Recipe `yaml:"languages,omitempty"`
-	// Security is the CodeRunner specification's security section.
+	// Security states the isolation every backend applies.
 	Security Security `yaml:"security"`
-	// ControlPlane configures the Runtime Executor's callbacks.
+	// ControlPlane configures the callbacks of /execute to its control plane.
 	ControlPlane ControlPlane `yaml:"control_plane"`
 	// Sessions bounds persistent session workspaces.
 	Sessions Sessions `yaml:"sessions"`
@@ -96,8 +96,8 @@ type Backend struct {
 	SandboxPerTest bool `yaml:"sandbox_per_test"`
 }
 
-// Docker configures the docker backend (the CodeRunner specification's
-// docker section, plus how to reach the engine).
+// Docker configures the docker backend: images, pull policy, and how to
+// reach the engine.
 type Docker struct {
 	// DefaultImagePrefix prefixes images built for coderunner.
 	DefaultImagePrefix string `yaml:"default_image_prefix"`
@@ -116,7 +116,7 @@ type Docker struct {
 }
 
 // Limits are the default and allowed resource limits. The flat fields are
-// the CodeRunner specification's judge limits.
+// the judge's limits.
 type Limits struct {
 	// MemoryMB is the judge's default memory limit per test.
 	MemoryMB int `yaml:"memory_mb"`
@@ -148,7 +148,8 @@ type Limits struct {
 	Executor ExecutorLimits `yaml:"executor"`
 }
 
-// RunLimits are the Code Execution Sandbox API's default limits.
+// RunLimits are the default limits of a single run (run, /v1/run,
+// execute_code).
 type RunLimits struct {
 	// Timeout is the wall-time limit.
 	Timeout Duration `yaml:"timeout"`
@@ -187,7 +188,7 @@ func (c CompileLimits) Sandbox() sandbox.Limits {
 	}
 }
 
-// ExecutorLimits are the Runtime Executor's defaults.
+// ExecutorLimits are the defaults of /execute.
 type ExecutorLimits struct {
 	// Timeout is the default of a request that gives none.
 	Timeout Duration `yaml:"timeout"`
@@ -195,10 +196,9 @@ type ExecutorLimits struct {
 	MaxOutputMB int `yaml:"max_output_mb"`
 }
 
-// Security is the CodeRunner specification's security section. Every
-// backend always isolates this way; the settings exist so that a
-// configuration written for that specification loads, and false is
-// refused.
+// Security is the security section. Every backend always isolates this
+// way; the settings exist so that configurations that state them load,
+// and false is refused.
 type Security struct {
 	// NetworkDisabled: no network inside the sandbox.
 	NetworkDisabled bool `yaml:"network_disabled"`
@@ -210,7 +210,7 @@ type Security struct {
 	CapDropAll bool `yaml:"cap_drop_all"`
 }
 
-// ControlPlane configures the Runtime Executor's callbacks.
+// ControlPlane configures the callbacks of /execute to its control plane.
 type ControlPlane struct {
 	// URL is the control plane's base URL (CONTROL_PLANE_URL); empty turns
 	// reporting off.

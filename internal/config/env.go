@@ -12,8 +12,8 @@ import (
 // configuration.
 const envPrefix = "CODERUNNER_"
 
-// legacyEnv maps keys to the names the specifications and the contract
-// give their variables. They are read before the CODERUNNER_ names, which
+// legacyEnv maps keys to the unprefixed variable names deployments of the
+// /execute service already set. They are read before the CODERUNNER_ names, which
 // therefore win.
 var legacyEnv = map[string]string{ //nolint:gosec // variable names, not credentials
 	"control_plane.url":          "CONTROL_PLANE_URL",

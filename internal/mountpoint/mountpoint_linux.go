@@ -1,4 +1,5 @@
-// Package mountpoint tells whether a path is the root of a mount.
+// Package mountpoint tells whether a path is the root of a mount, and
+// decodes the paths /proc/self/mountinfo lists.
 package mountpoint
 
 import (

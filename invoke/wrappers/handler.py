@@ -1,4 +1,4 @@
-# coderunner's handler wrapper (spec 002): not user code.
+# coderunner's handler wrapper for /execute: not user code.
 #
 # Standard input starts with a header from the executor: a decimal length,
 # a newline, then that many bytes of JSON {"nonce", "event"}. The rest of

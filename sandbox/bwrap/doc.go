@@ -1,5 +1,4 @@
-// Package bwrap is the Bubblewrap sandbox backend of the Runtime Executor
-// specification: every run is a fresh bwrap with --unshare-all
+// Package bwrap is the Bubblewrap sandbox backend: every run is a fresh bwrap with --unshare-all
 // --die-with-parent --new-session --cap-drop ALL, read-only system
 // directories, a private size-capped /workspace, fresh /proc, /dev and
 // /tmp, a clean environment, no_new_privs and the project's seccomp filter

@@ -151,6 +151,41 @@ func specKey(s *sandbox.Spec, image string) string {
 
 func stackLimit(l sandbox.Limits) int64 { return min(l.Memory, 256*sandbox.MiB) }
 
+// ulimits are the rlimits of a container's processes: those of the
+// native backend.
+func ulimits(lim sandbox.Limits) []*units.Ulimit {
+	return []*units.Ulimit{
+		{Name: "core", Soft: 0, Hard: 0},
+		{Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize},
+		{Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
+		{Name: "stack", Soft: stackLimit(lim), Hard: stackLimit(lim)},
+		// Per-user counts, shared by every container's user: see kquota.
+		{Name: "sigpending", Soft: kquota.SigPending, Hard: kquota.SigPending},
+		{Name: "msgqueue", Soft: kquota.MsgQueueBytes, Hard: kquota.MsgQueueBytes},
+	}
+}
+
+// keeperConfig is the configuration of a container of image: its keeper
+// process, environment and labels.
+func (b *Backend) keeperConfig(image string) *container.Config {
+	return &container.Config{
+		Image: image,
+		// The keeper holds the container open between runs, as a user
+		// the program cannot signal.
+		Cmd:             []string{"sleep", "2147483647"},
+		User:            b.keeper,
+		WorkingDir:      "/",
+		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		NetworkDisabled: true,
+		Labels: map[string]string{
+			labelBackend:  "docker",
+			labelInstance: b.instance,
+			labelPID:      strconv.Itoa(os.Getpid()),
+			labelOwner:    b.owner,
+		},
+	}
+}
+
 // create makes and starts a container for s, with the security settings:
 // no network, read-only root, no-new-privileges,
 // every capability dropped, pids, memory equal to memory+swap, CPU quota,
@@ -213,31 +248,8 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		LogConfig:      container.LogConfig{Type: "none"},
 		Resources:      bx.res.engine(),
 	}
-	hc.Ulimits = []*units.Ulimit{
-		{Name: "core", Soft: 0, Hard: 0},
-		{Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize},
-		{Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
-		{Name: "stack", Soft: stackLimit(lim), Hard: stackLimit(lim)},
-		// Per-user counts, shared by every container's user: see kquota.
-		{Name: "sigpending", Soft: kquota.SigPending, Hard: kquota.SigPending},
-		{Name: "msgqueue", Soft: kquota.MsgQueueBytes, Hard: kquota.MsgQueueBytes},
-	}
-	cfg := &container.Config{
-		Image: image,
-		// The keeper holds the container open between runs, as a user
-		// the program cannot signal.
-		Cmd:             []string{"sleep", "2147483647"},
-		User:            b.keeper,
-		WorkingDir:      "/",
-		Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-		NetworkDisabled: true,
-		Labels: map[string]string{
-			labelBackend:  "docker",
-			labelInstance: b.instance,
-			labelPID:      strconv.Itoa(os.Getpid()),
-			labelOwner:    b.owner,
-		},
-	}
+	hc.Ulimits = ulimits(lim)
+	cfg := b.keeperConfig(image)
 	// The engine may go on creating a container after the request for it
 	// was cancelled, and its id would then be known to nobody: the
 	// container would stay behind, created and never removed. So the

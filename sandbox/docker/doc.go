@@ -1,6 +1,5 @@
-// Package docker is the Docker Engine sandbox backend of the CodeRunner and
-// Code Execution Sandbox specifications, on the engine's API through the
-// official Go client.
+// Package docker is the Docker Engine sandbox backend, on the engine's API
+// through the official Go client.
 //
 // # Containers
 //

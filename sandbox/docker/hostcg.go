@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/mountpoint"
 )
 
 // hostCgroup reads a container's cgroup counters on this machine: CPU time,
@@ -70,7 +72,7 @@ func locateCgroup(membership, mountinfo string) (*hostCgroup, error) {
 		if !ok || len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		mounts = append(mounts, mnt{root: unescape(f[3]), point: unescape(f[4]), fstype: g[0], opts: g[2]})
+		mounts = append(mounts, mnt{root: mountpoint.Unescape(f[3]), point: mountpoint.Unescape(f[4]), fstype: g[0], opts: g[2]})
 	}
 	paths := map[string]string{} // controller ("" for v2) -> path
 	for _, line := range strings.Split(membership, "\n") {
@@ -144,25 +146,6 @@ func hasOption(opts, name string) bool {
 		}
 	}
 	return false
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // resetPeak starts a new peak for the next run. It reports false where

@@ -17,7 +17,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// Pull policies of the CodeRunner specification's docker section.
+// Pull policies, the values of the configuration's docker.pull_policy.
 const (
 	PullAlways       = "always"
 	PullIfNotPresent = "if_not_present"

@@ -30,7 +30,7 @@ func (r *run) hostWorkspace() error {
 	if err := hostws.Prepare(s.Workspace, s.Files, b.hostUserID(), b.privileged); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	src, err := filepath.EvalSymlinks(s.Workspace)
+	src, err := filepath.EvalSymlinks(s.Workspace) //nolint:forbidigo // the caller's workspace path, resolved before the sandbox sees it
 	if err != nil {
 		return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
 	}
