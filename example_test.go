@@ -86,7 +86,7 @@ func ExampleCodeRunner_ExecuteWithLimits() {
 // A session keeps its workspace between calls. (Not run by go test:
 // a session's workspace is a size-capped tmpfs, which needs root; the
 // package's tests run sessions where they can.)
-func ExampleWithSession() {
+func ExampleWithSession() { //nolint:testableexamples // a session needs root (see above): no output every machine gives
 	ctx := context.Background()
 	cr, err := coderunner.New(ctx, coderunner.Options{})
 	if err != nil {

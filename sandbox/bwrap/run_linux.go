@@ -141,119 +141,33 @@ func (r *run) pipe(childReads bool) (parent, child *os.File, err error) {
 }
 
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
-	b, s, lim := r.b, r.spec, r.spec.Limits
+	b, s := r.b, r.spec
 	p := &plan{spec: s, uid: sandboxUID, etcDir: b.etcDir, ldCache: b.ldCache, link: hostLink}
 	if err := r.prepare(p); err != nil {
 		return nil, err
 	}
-
-	// Descriptors 3, 4 and 5 are the filter, the status pipe and the
-	// block pipe; the files of a private workspace follow.
-	filterW, filterR, err := r.pipe(true)
+	fds, err := r.descriptors(p)
 	if err != nil {
 		return nil, err
-	}
-	statusR, statusW, err := r.pipe(false)
-	if err != nil {
-		return nil, err
-	}
-	blockW, blockR, err := r.pipe(true)
-	if err != nil {
-		return nil, err
-	}
-	extra := []*os.File{filterR, statusW, blockR}
-	p.seccompFD, p.statusFD, p.blockFD = 3, 4, 5
-	if s.Workspace == "" && p.workspace == "" {
-		for _, f := range s.Files {
-			mf, err := memfd(f.Path, f.Content)
-			if err != nil {
-				return nil, err
-			}
-			r.child = append(r.child, mf)
-			p.fileFDs = append(p.fileFDs, 3+len(extra))
-			extra = append(extra, mf)
-		}
 	}
 	args, err := p.args()
 	if err != nil {
 		return nil, err
 	}
 	// The filter fits in the pipe's buffer: bwrap reads it to EOF.
-	if _, err := filterW.Write(b.filter); err != nil {
+	if _, err := fds.filterW.Write(b.filter); err != nil {
 		return nil, fmt.Errorf("%w: unable to pass the seccomp filter: %w", sandbox.ErrSetup, err)
 	}
-	_ = filterW.Close()
-
-	outR, outW, err := r.pipe(false)
+	_ = fds.filterW.Close()
+	st, err := r.streams()
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := r.pipe(false)
+	cmd, err := r.command(args, st, fds.extra)
 	if err != nil {
 		return nil, err
 	}
-	var stdin *os.File
-	var stdinW *os.File
-	if s.Stdin != nil {
-		stdinW, stdin, err = r.pipe(true)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		// Opened here, the descriptor still reads as /dev/null inside: the
-		// sandbox's /dev/null is the same device node.
-		stdin, err = os.Open(os.DevNull)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-		}
-		r.child = append(r.child, stdin)
-	}
-
-	if b.cgroups != nil {
-		r.group, err = b.cgroups.Create(fmt.Sprintf("bwrap-%d-%d", os.Getpid(), r.id), cgroup.Limits{
-			Memory: lim.Memory,
-			// bwrap's monitor and the namespace's init run beside the
-			// program.
-			Processes: lim.Processes + 2,
-			CPUs:      lim.CPUs,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-		}
-	}
-
-	cmd := &exec.Cmd{
-		Path:        b.path,
-		Args:        append([]string{"bwrap"}, args...),
-		Env:         []string{},
-		Stdin:       stdin,
-		Stdout:      outW,
-		Stderr:      errW,
-		ExtraFiles:  extra,
-		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	}
-	if r.uid >= 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.uid), Groups: []uint32{}}
-	}
-	if r.group != nil {
-		if fd, ok := r.group.FD(); ok {
-			// cgroup v2: bwrap starts inside the group.
-			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
-		}
-	}
-
-	cfg := watch.Config{
-		Spec:  s,
-		Drain: drainTimeout,
-		Stuck: func() { b.log.Warn("output still open after the sandbox ended", "run", r.id) },
-	}
-	if g := r.group; g != nil {
-		cfg.Source = func() (watch.Usage, error) {
-			st, err := g.Stats()
-			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
-		}
-	}
-	sup := watch.NewSupervisor(cfg)
+	sup := watch.NewSupervisor(r.supervision())
 	stderr := sup.Stderr()
 
 	if err := cmd.Start(); err != nil {
@@ -269,8 +183,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		_ = f.Close()
 	}
 	r.child = nil
-	sup.Drain(outR, errR)
-	status := readStatus(statusR)
+	sup.Drain(st.outR, st.errR)
+	status := readStatus(fds.statusR)
 
 	child, err := r.awaitChild(ctx, status)
 	if err != nil {
@@ -287,12 +201,12 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}
 	// Let bwrap go: its child execs the program only now, inside the
 	// cgroup and under its rlimits.
-	if _, err := blockW.Write([]byte{'g'}); err != nil {
+	if _, err := fds.blockW.Write([]byte{'g'}); err != nil {
 		return nil, r.bwrapFailed(fmt.Errorf("%w: unable to start the sandbox: %w", sandbox.ErrSetup, err), stderr)
 	}
-	_ = blockW.Close()
-	if stdinW != nil {
-		go watch.Feed(stdinW, s.Stdin)
+	_ = fds.blockW.Close()
+	if st.stdinW != nil {
+		go watch.Feed(st.stdinW, s.Stdin)
 	}
 	res, err := sup.Run(ctx, &program{r: r, status: status, stderr: stderr})
 	if err != nil {
@@ -300,6 +214,138 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	}
 	res.Warnings = append([]string(nil), b.warnings...)
 	return res, nil
+}
+
+// bwrapFDs are the descriptors bwrap gets beyond its standard streams, and
+// the parent's ends of their pipes.
+type bwrapFDs struct {
+	// extra are bwrap's descriptors 3 and up: the filter, the status
+	// pipe, the block pipe, then the files of a private workspace.
+	extra           []*os.File
+	filterW, blockW *os.File
+	statusR         *os.File
+}
+
+// descriptors makes bwrap's descriptors and records their numbers in p.
+func (r *run) descriptors(p *plan) (*bwrapFDs, error) {
+	s := r.spec
+	fds := &bwrapFDs{}
+	filterW, filterR, err := r.pipe(true)
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := r.pipe(false)
+	if err != nil {
+		return nil, err
+	}
+	blockW, blockR, err := r.pipe(true)
+	if err != nil {
+		return nil, err
+	}
+	fds.filterW, fds.statusR, fds.blockW = filterW, statusR, blockW
+	fds.extra = []*os.File{filterR, statusW, blockR}
+	p.seccompFD, p.statusFD, p.blockFD = 3, 4, 5
+	if s.Workspace == "" && p.workspace == "" {
+		for _, f := range s.Files {
+			mf, err := memfd(f.Path, f.Content)
+			if err != nil {
+				return nil, err
+			}
+			r.child = append(r.child, mf)
+			p.fileFDs = append(p.fileFDs, 3+len(fds.extra))
+			fds.extra = append(fds.extra, mf)
+		}
+	}
+	return fds, nil
+}
+
+// runStreams are the program's standard streams: bwrap's ends and the
+// parent's.
+type runStreams struct {
+	stdin, outW, errW  *os.File
+	stdinW, outR, errR *os.File
+}
+
+// streams makes the program's standard streams; without stdin it reads
+// /dev/null.
+func (r *run) streams() (*runStreams, error) {
+	st := &runStreams{}
+	var err error
+	if st.outR, st.outW, err = r.pipe(false); err != nil {
+		return nil, err
+	}
+	if st.errR, st.errW, err = r.pipe(false); err != nil {
+		return nil, err
+	}
+	if r.spec.Stdin != nil {
+		if st.stdinW, st.stdin, err = r.pipe(true); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	// Opened here, the descriptor still reads as /dev/null inside: the
+	// sandbox's /dev/null is the same device node.
+	if st.stdin, err = os.Open(os.DevNull); err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	r.child = append(r.child, st.stdin)
+	return st, nil
+}
+
+// command makes the run's cgroup and bwrap's command: as the run's host
+// uid, started in the cgroup on v2.
+func (r *run) command(args []string, st *runStreams, extra []*os.File) (*exec.Cmd, error) {
+	b, lim := r.b, r.spec.Limits
+	if b.cgroups != nil {
+		var err error
+		r.group, err = b.cgroups.Create(fmt.Sprintf("bwrap-%d-%d", os.Getpid(), r.id), cgroup.Limits{
+			Memory: lim.Memory,
+			// bwrap's monitor and the namespace's init run beside the
+			// program.
+			Processes: lim.Processes + 2,
+			CPUs:      lim.CPUs,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
+	}
+	cmd := &exec.Cmd{
+		Path:        b.path,
+		Args:        append([]string{"bwrap"}, args...),
+		Env:         []string{},
+		Stdin:       st.stdin,
+		Stdout:      st.outW,
+		Stderr:      st.errW,
+		ExtraFiles:  extra,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	if r.uid >= 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.uid), Groups: []uint32{}}
+	}
+	if r.group != nil {
+		if fd, ok := r.group.FD(); ok {
+			// cgroup v2: bwrap starts inside the group.
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		}
+	}
+	return cmd, nil
+}
+
+// supervision is what the supervisor needs of this run besides bwrap:
+// the spec, the counters of the run's cgroup, the drain bound.
+func (r *run) supervision() watch.Config {
+	cfg := watch.Config{
+		Spec:  r.spec,
+		Drain: drainTimeout,
+		Stuck: func() { r.b.log.Warn("output still open after the sandbox ended", "run", r.id) },
+	}
+	if g := r.group; g != nil {
+		cfg.Source = func() (watch.Usage, error) {
+			st, err := g.Stats()
+			return watch.Usage{CPU: st.CPU, Memory: st.Memory}, err
+		}
+	}
+	return cfg
 }
 
 // program is the bwrap side of a run's supervision: the run ends when
