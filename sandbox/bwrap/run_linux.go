@@ -118,7 +118,7 @@ func (r *run) close() {
 		// toolchain): removing the run's directory would empty it.
 		r.b.log.Warn("run directory left in place: a mount in it is still there", "run", r.id, "path", r.dir)
 	default:
-		if err := os.RemoveAll(r.dir); err != nil {
+		if err := os.RemoveAll(r.dir); err != nil { //nolint:forbidigo // the run's own directory, root's 0755: only emptied mount points remain
 			r.b.log.Warn("unable to remove run directory", "run", r.id, "error", err)
 		}
 	}
@@ -285,7 +285,7 @@ func (r *run) streams() (*runStreams, error) {
 	}
 	// Opened here, the descriptor still reads as /dev/null inside: the
 	// sandbox's /dev/null is the same device node.
-	if st.stdin, err = os.Open(os.DevNull); err != nil {
+	if st.stdin, err = os.Open(os.DevNull); err != nil { //nolint:forbidigo // the host's /dev/null
 		return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	r.child = append(r.child, st.stdin)
@@ -434,17 +434,17 @@ func (r *run) prepare(p *plan) error {
 	if !b.privileged {
 		return nil
 	}
-	dir, err := os.MkdirTemp(b.stateDir, "run-")
+	dir, err := os.MkdirTemp(b.stateDir, "run-") //nolint:forbidigo // the backend's state directory, root's
 	if err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	r.dir = dir
-	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // bwrap's uid binds the mounts below
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec,forbidigo // run directory just made; bwrap's uid binds the mounts below
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	mk := func(name string, size int64, mode string) (string, error) {
 		m := filepath.Join(dir, name)
-		if err := os.Mkdir(m, 0o700); err != nil {
+		if err := os.Mkdir(m, 0o700); err != nil { //nolint:forbidigo // a mount point in the run's new directory
 			return "", fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", size, maxInodes, mode, r.uid, r.uid)
@@ -526,27 +526,27 @@ func (r *run) stage(p *plan) error {
 		return err
 	}
 	dir := filepath.Join(r.dir, "src")
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil { //nolint:forbidigo // the staging directory, new, in the run's directory
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	if err := os.Chown(dir, 0, r.uid); err != nil {
+	if err := os.Chown(dir, 0, r.uid); err != nil { //nolint:forbidigo // the staging directory just made
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	if err := os.Chmod(dir, 0o710); err != nil {
+	if err := os.Chmod(dir, 0o710); err != nil { //nolint:forbidigo // the staging directory just made
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	p.staged = make(map[string]string, len(blocked))
 	for i, src := range blocked {
-		fi, err := os.Stat(src)
+		fi, err := os.Stat(src) //nolint:forbidigo // a toolchain source from the configuration, not the sandbox's
 		if err != nil {
 			return fmt.Errorf("%w: mount source: %w", sandbox.ErrSetup, err)
 		}
 		point := filepath.Join(dir, strconv.Itoa(i))
 		if fi.IsDir() {
-			err = os.Mkdir(point, 0o700)
+			err = os.Mkdir(point, 0o700) //nolint:forbidigo // a mount point in the new staging directory
 		} else {
 			var f *os.File
-			if f, err = os.OpenFile(point, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			if f, err = os.OpenFile(point, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil { //nolint:forbidigo // a mount point in the new staging directory
 				err = f.Close()
 			}
 		}
@@ -787,13 +787,13 @@ func memfd(name string, content []byte) (*os.File, error) {
 // hostLink reports whether a mount source is a symbolic link, as /lib is
 // on merged-/usr systems.
 func hostLink(source string) (string, bool, error) {
-	fi, err := os.Lstat(source)
+	fi, err := os.Lstat(source) //nolint:forbidigo // a mount source from the configuration, not the sandbox's
 	if err != nil {
 		return "", false, err
 	}
 	if fi.Mode()&os.ModeSymlink == 0 {
 		return "", false, nil
 	}
-	to, err := os.Readlink(source)
+	to, err := os.Readlink(source) //nolint:forbidigo // a mount source from the configuration, not the sandbox's
 	return to, err == nil, err
 }
