@@ -15,20 +15,19 @@ import (
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 	"github.com/coderunner/coderunner/session"
 )
 
-// closer is a backend that counts its Close calls and runs onClose first.
+// closer is the fake backend with a Close that counts its calls and runs
+// onClose first.
 type closer struct {
+	*sandboxtest.Fake
 	closed  int
 	onClose func()
 }
 
-func (*closer) Name() string { return "closer" }
-
-func (*closer) Run(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
-	return nil, errors.New("closer runs nothing")
-}
+func newCloser(t *testing.T) *closer { return &closer{Fake: &sandboxtest.Fake{T: t}} }
 
 func (c *closer) Close() error {
 	if c.onClose != nil {
@@ -87,7 +86,7 @@ func TestCompileLimitsOneSource(t *testing.T) {
 }
 
 func TestOpenOnlyWhatIsAsked(t *testing.T) {
-	b := &closer{}
+	b := newCloser(t)
 	var env backend.Env
 	cfg := testConfig(t)
 	p, err := Open(context.Background(), Options{Config: cfg, Registry: registry(b, &env), Backend: "closer", Warm: 3})
@@ -120,7 +119,7 @@ func TestOpenOnlyWhatIsAsked(t *testing.T) {
 func TestOpenEveryPart(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
 	var store string
-	b := &closer{}
+	b := newCloser(t)
 	// The sessions end before the backend closes.
 	b.onClose = func() {
 		if _, err := os.Stat(store); !errors.Is(err, os.ErrNotExist) {
@@ -156,7 +155,7 @@ func TestOpenEveryPart(t *testing.T) {
 func TestOpenSessionsOff(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Sessions.MaxCount = 0
-	p, err := Open(context.Background(), Options{Config: cfg, Sandbox: &closer{}, Executor: true, Sessions: true})
+	p, err := Open(context.Background(), Options{Config: cfg, Sandbox: newCloser(t), Executor: true, Sessions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func TestOpenSessionsOff(t *testing.T) {
 }
 
 func TestOpenGivenSandboxStaysOpen(t *testing.T) {
-	b := &closer{}
+	b := newCloser(t)
 	p, err := Open(context.Background(), Options{Config: testConfig(t), Sandbox: b})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +210,7 @@ func TestOpenFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &closer{}
+			b := newCloser(t)
 			var env backend.Env
 			tt.opts.Registry = registry(b, &env)
 			p, err := Open(context.Background(), tt.opts)
