@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
@@ -53,7 +54,7 @@ func reachableDir(t *testing.T) string {
 // requireLang skips when a language's toolchain is missing.
 func requireLang(t *testing.T, c *CodeRunner, id string) {
 	t.Helper()
-	l, err := c.Languages().Lookup(id)
+	l, err := c.parts.Languages.Lookup(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestJudge(t *testing.T) {
 
 func TestJudgeWithoutEngine(t *testing.T) {
 	c := newFake(t, &sandboxtest.Fake{T: t})
-	c.judge = judge.New(brokenEngine{errors.New("no cache directory")}, judge.Options{})
+	c.judge = judge.New(assembly.BrokenEngine{Err: errors.New("no cache directory")}, judge.Options{})
 	res := c.Execute(context.Background(), ExecutionRequest{Language: "python", Code: "print(1)", TestCases: []TestCase{{Input: "", ExpectedOutput: "1"}}})
 	if res.Status != judge.StatusSandboxError || res.ErrorInfo == nil || !strings.Contains(res.ErrorInfo.Message, "no cache directory") {
 		t.Errorf("result %+v", res)

@@ -110,9 +110,9 @@ func (c *CodeRunner) ExecuteCode(ctx context.Context, language, code string, opt
 // resource usage measured while the program ran and the limits applied.
 func (c *CodeRunner) ExecuteWithLimits(ctx context.Context, language, code string, limits ExecutionLimits, opts ...Option) (*Result, error) {
 	req := c.request(language, code, limits, opts)
-	res, err := c.Executor().Execute(ctx, req)
+	res, err := c.parts.Runner().Execute(ctx, req)
 	if err != nil {
-		return refused(req, c.backend.Name(), c.langs, err)
+		return refused(req, c.parts.Backend.Name(), c.parts.Languages, err)
 	}
 	return res, nil
 }
@@ -123,7 +123,7 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 	for _, o := range opts {
 		o(&a)
 	}
-	limits = c.DefaultLimits().Overlay(limits)
+	limits = c.parts.DefaultLimits().Overlay(limits)
 	if a.timeout != 0 {
 		limits.TimeLimit = a.timeout.Seconds()
 	}

@@ -51,9 +51,9 @@ func (c *CodeRunner) SandboxProcessIsolation(ctx context.Context, language, code
 	req := c.request(language, code, limits, opts)
 	req.SessionID = nil
 	iso := c.isolation()
-	res, err := c.exec.Execute(ctx, req)
+	res, err := c.parts.Executor.Execute(ctx, req)
 	if err != nil {
-		res, err = refused(req, c.backend.Name(), c.langs, err)
+		res, err = refused(req, c.parts.Backend.Name(), c.parts.Languages, err)
 		iso.Isolated = false
 	} else {
 		iso.Isolated = iso.Isolated && res.Status != StatusSetupError
@@ -65,14 +65,15 @@ func (c *CodeRunner) SandboxProcessIsolation(ctx context.Context, language, code
 // isolation is the backend's report, probed once.
 func (c *CodeRunner) isolation() Isolation {
 	c.probeOnce.Do(func() {
-		c.probe = sandbox.Report{Backend: c.backend.Name(), Available: true}
-		if p, ok := c.backend.(sandbox.Prober); ok {
+		b := c.parts.Backend
+		c.probe = sandbox.Report{Backend: b.Name(), Available: true}
+		if p, ok := b.(sandbox.Prober); ok {
 			c.probe = p.Probe(context.Background())
 		}
 	})
 	iso := Isolation{
 		Isolated: c.probe.Available,
-		Backend:  c.backend.Name(),
+		Backend:  c.parts.Backend.Name(),
 		Checks:   append([]sandbox.Check{}, c.probe.Checks...),
 		Warnings: append([]string{}, c.probe.Warnings...),
 	}

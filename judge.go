@@ -2,7 +2,6 @@ package coderunner
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/coderunner/coderunner/judge"
 )
@@ -29,14 +28,6 @@ type (
 // results with their status and error_info.
 func (c *CodeRunner) Execute(ctx context.Context, req ExecutionRequest) ExecutionResult {
 	return c.judge.Execute(ctx, req)
-}
-
-// brokenEngine stands in for an engine that could not be made, so that
-// judging reports why as a sandbox_error.
-type brokenEngine struct{ err error }
-
-func (b brokenEngine) Prepare(context.Context, string, string) (judge.Program, error) {
-	return nil, fmt.Errorf("the judge is unavailable: %w", b.err)
 }
 
 // ArtifactToExecutionRequest is spec 000's artifact_to_execution_request:

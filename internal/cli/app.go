@@ -253,11 +253,6 @@ func (a *App) setup(fs *flag.FlagSet, c *common) (*config.Config, *slog.Logger, 
 	return cfg, log, nil
 }
 
-// backendOptions are the options every backend is built with.
-func backendOptions(cfg *config.Config, log *slog.Logger) backend.Options {
-	return backend.Options{Logger: log, Config: cfg, TempDir: cfg.Backend.WorkDir}
-}
-
 // isSet reports whether the flag name was given on the command line.
 func isSet(fs *flag.FlagSet, name string) bool {
 	set := false

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/sandbox"
@@ -54,7 +55,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 		return a.fail("doctor", "--config: %v", err)
 	}
 
-	rep := doctorReport{Config: c.source, Backends: probeAll(ctx, a.Registry, backendOptions(cfg, log))}
+	rep := doctorReport{Config: c.source, Backends: probeAll(ctx, a.Registry, assembly.BackendOptions(cfg, log))}
 	for _, name := range backend.Preference {
 		i := slices.IndexFunc(rep.Backends, func(b backendInfo) bool { return b.Name == name })
 		if i >= 0 && rep.Backends[i].Available {

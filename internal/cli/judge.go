@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime"
 	"strings"
@@ -15,9 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/judge"
-	"github.com/coderunner/coderunner/runner"
 )
 
 const judgeAbout = `Compile the solution in FILE once, run it against every test case in the
@@ -138,30 +137,32 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		return ExitUsage
 	}
 
-	opts := backendOptions(cfg, log)
-	opts.Warm = min(f.parallel, len(tests))
-	b, err := a.Registry.Open(ctx, c.backend, opts)
+	parts, err := assembly.Open(ctx, assembly.Options{
+		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Languages: langs,
+		Warm: min(f.parallel, len(tests)), Engine: true,
+	})
 	if err != nil {
+		var pe *assembly.Error
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return a.judgeSandboxError(c, req, err)
 	}
-	if cl, ok := b.(io.Closer); ok {
-		defer cl.Close()
-	}
-	eng, err := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxPerTest: cfg.Backend.SandboxPerTest})
-	if err != nil {
-		return a.judgeSandboxError(c, req, err)
+	defer parts.Close()
+	if parts.EngineErr != nil {
+		return a.judgeSandboxError(c, req, parts.EngineErr)
 	}
 	var prog *progress
 	if !c.json && isTerminal(a.Stderr) {
 		prog = &progress{w: a.Stderr, total: len(tests)}
 		fmt.Fprintf(a.Stderr, "compiling and judging %d tests...", len(tests))
 	}
-	jopts := judgeOptions(cfg, log)
+	jopts := parts.JudgeOptions()
 	jopts.Parallel = f.parallel
 	if prog != nil {
 		jopts.Progress = prog.done
 	}
-	res := judge.New(eng, jopts).Execute(ctx, req)
+	res := parts.Judge(jopts).Execute(ctx, req)
 	if prog != nil {
 		prog.finish()
 	}
@@ -186,19 +187,6 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		}
 	}
 	return ExitFailure
-}
-
-// judgeOptions are the judge's bounds from the configuration, for
-// coderunner judge and /v1/judge.
-func judgeOptions(cfg *config.Config, log *slog.Logger) judge.Options {
-	l := cfg.Limits
-	return judge.Options{
-		Logger:             log,
-		MaxOutputKB:        l.MaxOutputSizeKB,
-		MaxOutputCeilingKB: l.MaxOutputCeilingKB,
-		KeptOutputKB:       l.KeptOutputKB,
-		KeptOutputTotalKB:  l.KeptOutputTotalKB,
-	}
 }
 
 // judgeSandboxError reports a sandbox that could not be set up.

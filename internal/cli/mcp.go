@@ -8,9 +8,8 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/coderunner/coderunner"
+	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/mcpserver"
-	"github.com/coderunner/coderunner/sandbox"
 )
 
 const mcpAbout = `Serve coderunner to an AI agent over the Model Context Protocol on stdin and
@@ -37,32 +36,31 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 		// the protocol's cost per call (measured by tools/mcpbench).
 		debug.SetGCPercent(mcpGCPercent)
 	}
-	opts := backendOptions(cfg, log)
-	// A long-lived server: one sandbox started ahead of each call.
-	opts.Warm = 1
-	b, err := a.Registry.Open(ctx, c.backend, opts)
-	if err != nil {
-		// Serve anyway: an MCP host shows a server that fails to start
-		// as a bare error, while a tool result tells the agent why.
-		log.Error("no sandbox backend works here; every run will fail", "error", err)
-		b = brokenBackend{err: err}
-	}
-	if cl, ok := b.(io.Closer); ok {
-		defer cl.Close()
-	}
-	cr, err := coderunner.New(ctx, coderunner.Options{Sandbox: b, ConfigFile: c.config, LookupEnv: a.LookupEnv, Logger: log})
+	// A long-lived server: one sandbox started ahead of each call. With
+	// no backend it serves anyway (KeepGoing): an MCP host shows a server
+	// that fails to start as a bare error, while a tool result tells the
+	// agent why.
+	parts, err := assembly.Open(ctx, assembly.Options{
+		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Warm: 1, KeepGoing: true,
+		Executor: true, Sessions: true, Engine: true,
+	})
 	if err != nil {
 		return a.fail("mcp", "%v", err)
 	}
-	defer cr.Close()
-	engine, engineErr := cr.Engine()
+	defer parts.Close()
+	if parts.BackendErr != nil {
+		log.Error("no sandbox backend works here; every run will fail", "error", parts.BackendErr)
+	}
+	if parts.EngineErr != nil {
+		log.Warn("the judge is unavailable", "error", parts.EngineErr)
+	}
 	srv, err := mcpserver.New(mcpserver.Options{
-		Runner:       cr.Executor(),
-		Languages:    cr.Languages(),
-		Engine:       engine,
-		EngineErr:    engineErr,
-		JudgeOptions: cr.JudgeOptions(),
-		Limits:       cr.DefaultLimits(),
+		Runner:       parts.Runner(),
+		Languages:    parts.Languages,
+		Engine:       parts.JudgeEngine(),
+		EngineErr:    parts.EngineErr,
+		JudgeOptions: parts.JudgeOptions(),
+		Limits:       parts.DefaultLimits(),
 		Version:      a.Version,
 		Logger:       log,
 	})
@@ -85,13 +83,3 @@ const mcpGCPercent = 400
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-// brokenBackend fails every run with the reason no backend could be
-// opened.
-type brokenBackend struct{ err error }
-
-func (brokenBackend) Name() string { return "none" }
-
-func (b brokenBackend) Run(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
-	return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, b.err)
-}

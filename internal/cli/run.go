@@ -7,17 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
-	"github.com/coderunner/coderunner/session"
 )
 
 const runAbout = `Execute one program in the sandbox (spec 004 execute_code / execute_with_limits).
@@ -92,32 +91,26 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 		return a.fail("run", "%v", err)
 	}
 
-	b, err := a.Registry.Open(ctx, c.backend, backendOptions(cfg, log))
-	if err != nil {
-		return a.report(c, execute.SetupErrorResult(req, c.backend, err))
-	}
-	if cl, ok := b.(io.Closer); ok {
-		// Backends that keep sandboxes warm release them here.
-		defer cl.Close()
-	}
-	ex := execute.New(b, langs, execute.Options{
-		Logger:        log,
-		TempDir:       cfg.Backend.WorkDir,
-		CompileLimits: cfg.Limits.Compile.Sandbox(),
-		SandboxLimits: sandbox.Limits{
-			OpenFiles:     cfg.Backend.OpenFiles,
-			WorkspaceSize: int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
-			TmpSize:       int64(cfg.Backend.TmpSizeMB) * sandbox.MiB,
-		},
+	parts, err := assembly.Open(ctx, assembly.Options{
+		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Languages: langs, Executor: true,
 	})
+	if err != nil {
+		var pe *assembly.Error
+		if errors.As(err, &pe) && pe.Part == assembly.PartBackend {
+			return a.report(c, execute.SetupErrorResult(req, c.backend, pe.Err))
+		}
+		return a.fail("run", "%v", err)
+	}
+	// Backends that keep sandboxes warm release them here.
+	defer parts.Close()
 	if !c.json {
 		req.Stdout, req.Stderr = a.Stdout, a.Stderr
 	}
 	var res *execute.Result
 	if req.SessionID != nil {
-		res, err = a.runInSession(ctx, cfg, log, ex, req)
+		res, err = a.runInSession(ctx, parts, req)
 	} else {
-		res, err = ex.Execute(ctx, req)
+		res, err = parts.Executor.Execute(ctx, req)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -132,26 +125,12 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 // runInSession runs req in its session's workspace, which stays on disk
 // for the next run: coderunner run lives for one call, so its sessions
 // cannot be those of an in-memory session.Store.
-func (a *App) runInSession(ctx context.Context, cfg *config.Config, log *slog.Logger, ex session.Executor, req execute.Request) (*execute.Result, error) {
-	if cfg.Sessions.MaxCount <= 0 {
-		return nil, fmt.Errorf("--session: %w (sessions.max_count is 0)", session.ErrDisabled)
-	}
-	dir, err := a.sessionDir()
+func (a *App) runInSession(ctx context.Context, parts *assembly.Parts, req execute.Request) (*execute.Result, error) {
+	store, err := parts.DiskSessions(a.sessionDir)
 	if err != nil {
 		return nil, fmt.Errorf("--session: %w", err)
 	}
-	store, err := session.OpenPersistent(session.Options{
-		Dir:           dir,
-		IdleTimeout:   cfg.Sessions.IdleTimeout.Std(),
-		MaxSessions:   cfg.Sessions.MaxCount,
-		MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
-		MaxTotalBytes: int64(cfg.Sessions.MaxDiskMB) * sandbox.MiB,
-		Logger:        log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--session: %w", err)
-	}
-	res, err := store.Execute(ctx, ex, req)
+	res, err := store.Execute(ctx, parts.Executor, req)
 	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("--session: %w", err)
 	}
@@ -253,14 +232,7 @@ var limitFlags = map[string][2]string{
 // flags given. An out-of-range value is refused naming the flag, or the
 // configuration key when the value came from there.
 func runLimits(fs *flag.FlagSet, f *runFlags, cfg *config.Config) (execute.ExecutionLimits, error) {
-	d := cfg.Limits.Run
-	l := execute.ExecutionLimits{
-		TimeLimit:      d.Timeout.Std().Seconds(),
-		MemoryLimit:    d.MemoryMB,
-		CPULimit:       d.CPUCores,
-		MaxOutputChars: d.MaxOutputChars,
-		Pids:           d.MaxProcesses,
-	}
+	l := assembly.DefaultLimits(cfg)
 	if isSet(fs, "timeout") {
 		l.TimeLimit = f.timeout.Seconds()
 	}

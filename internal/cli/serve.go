@@ -4,28 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/coderunner/coderunner/controlplane"
-	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/httpapi"
+	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/internal/httpguard"
-	"github.com/coderunner/coderunner/invoke"
-	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/mcpserver"
-	"github.com/coderunner/coderunner/runner"
-	"github.com/coderunner/coderunner/sandbox"
-	"github.com/coderunner/coderunner/session"
 )
 
 const serveAbout = `Serve the HTTP API (contract §6): POST /execute (spec 002), POST /v1/run
@@ -114,48 +107,34 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	}
 	log = log.With("container_id", containerID)
 
-	opts := backendOptions(cfg, log)
-	opts.Warm = warmSandboxes
-	b, err := a.Registry.Open(ctx, c.backend, opts)
-	if err != nil {
-		log.Error("no sandbox backend works here", "event", "startup_failed", "backend", c.backend, "error", err)
+	parts, err := assembly.Open(ctx, assembly.Options{
+		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Languages: langs, Warm: warmSandboxes,
+		Invoker: true, Executor: true, Sessions: true, Engine: true,
+	})
+	var pe *assembly.Error
+	switch {
+	case errors.As(err, &pe) && pe.Part == assembly.PartBackend:
+		log.Error("no sandbox backend works here", "event", "startup_failed", "backend", c.backend, "error", pe.Err)
+		return ExitFailure
+	case errors.As(err, &pe) && pe.Part == assembly.PartInvoker:
+		log.Error("the work directory is not usable", "event", "startup_failed", "error", pe.Err)
+		return ExitFailure
+	case errors.As(err, &pe) && pe.Part == assembly.PartSessions:
+		log.Error("unable to set up sessions", "event", "startup_failed", "error", pe.Err)
+		return ExitFailure
+	case err != nil:
+		log.Error("unable to set up", "event", "startup_failed", "error", err)
 		return ExitFailure
 	}
-	if cl, ok := b.(io.Closer); ok {
-		defer cl.Close()
-	}
+	// Closed after Serve returns, when no call uses a session any more:
+	// every session's files go with the server, then the backend.
+	defer parts.Close()
 
-	sandboxLimits := sandbox.Limits{
-		OpenFiles:     cfg.Backend.OpenFiles,
-		WorkspaceSize: int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
-		TmpSize:       int64(cfg.Backend.TmpSizeMB) * sandbox.MiB,
-	}
-	execLimits := sandboxLimits
-	execLimits.Memory = int64(cfg.Limits.Run.MemoryMB) * sandbox.MiB
-	execLimits.Processes = cfg.Limits.Run.MaxProcesses
-	execLimits.OutputBytes = int64(cfg.Limits.Executor.MaxOutputMB) * sandbox.MiB
-	exec := invoke.New(b, langs, invoke.Options{Logger: log, WorkDir: cfg.Backend.WorkDir, Limits: execLimits})
-	if err := exec.Check(); err != nil {
-		log.Error("the work directory is not usable", "event", "startup_failed", "error", err)
-		return ExitFailure
-	}
-	store, err := openSessions(cfg, log)
-	if err != nil {
-		log.Error("unable to set up sessions", "event", "startup_failed", "error", err)
-		return ExitFailure
-	}
-	if store != nil {
-		// Closed after Serve returns, when no call uses a session any
-		// more: every session's files go with the server.
-		defer store.Close()
-	}
-	// A nil store refuses requests that name a session (ErrDisabled).
-	run := store.Wrap(execute.New(b, langs, execute.Options{
-		Logger: log, TempDir: cfg.Backend.WorkDir, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxLimits: sandboxLimits,
-	}))
 	srvOpts := httpapi.Options{
-		Executor:          exec,
-		Runner:            run,
+		Executor: parts.Invoker,
+		// A request that names a session is refused (ErrDisabled) when
+		// sessions are off.
+		Runner:            parts.Runner(),
 		Logger:            log,
 		APITokens:         cfg.Server.APITokens(),
 		AllowedHosts:      cfg.Server.AllowedHostList(),
@@ -166,35 +145,28 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		ReadTimeout:       cfg.Server.ReadTimeout.Std(),
 		WriteTimeout:      cfg.Server.WriteTimeout.Std(),
 		IdleTimeout:       cfg.Server.IdleTimeout.Std(),
-		Backend:           b.Name(),
+		Backend:           parts.Backend.Name(),
 		Version:           a.Version,
 	}
-	if store != nil {
-		srvOpts.Sessions = store
+	if parts.Sessions != nil {
+		srvOpts.Sessions = parts.Sessions
 	}
-	judgeOpts := judgeOptions(cfg, log)
-	eng, engErr := runner.New(b, langs, runner.Options{Logger: log, CompileLimits: cfg.Limits.Compile.Sandbox(), SandboxPerTest: cfg.Backend.SandboxPerTest})
-	if engErr != nil {
-		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", engErr)
+	if parts.EngineErr != nil {
+		log.Warn("/v1/judge is off: the judge engine could not start", "event", "judge_unavailable", "error", parts.EngineErr)
 	} else {
-		srvOpts.Judge = judge.New(eng, judgeOpts)
+		srvOpts.Judge = parts.Judge(parts.JudgeOptions())
 	}
 	srvOpts.MCP = func(slotted httpapi.Runner) (http.Handler, error) {
-		mo := mcpserver.Options{
+		ms, err := mcpserver.New(mcpserver.Options{
 			Runner:       slotted,
-			Languages:    langs,
-			EngineErr:    engErr,
-			JudgeOptions: judgeOpts,
-			Limits:       runDefaults(cfg),
+			Languages:    parts.Languages,
+			Engine:       parts.JudgeEngine(),
+			EngineErr:    parts.EngineErr,
+			JudgeOptions: parts.JudgeOptions(),
+			Limits:       parts.DefaultLimits(),
 			Version:      a.Version,
 			Logger:       log,
-		}
-		if engErr == nil {
-			// A nil *runner.Runner in the interface would not read as
-			// "no engine".
-			mo.Engine = eng
-		}
-		ms, err := mcpserver.New(mo)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -247,41 +219,6 @@ func needToken(addr string, cfg *config.Config) error {
 		return fmt.Errorf("--addr %s is not a loopback address, and without an API token anyone who reaches it could run code here: %s, or listen on 127.0.0.1", addr, set)
 	}
 	return nil
-}
-
-// openSessions opens the session store of the configuration's sessions
-// section, or returns nil when sessions are turned off (max_count 0).
-// Each workspace is capped at the size of a sandbox's workspace.
-func openSessions(cfg *config.Config, log *slog.Logger) (*session.Store, error) {
-	sc := cfg.Sessions
-	if sc.MaxCount <= 0 {
-		return nil, nil
-	}
-	dir := ""
-	if cfg.Backend.WorkDir != "" {
-		dir = filepath.Join(cfg.Backend.WorkDir, fmt.Sprintf("coderunner-sessions-%d", os.Geteuid()))
-	}
-	return session.Open(session.Options{
-		Dir:           dir,
-		IdleTimeout:   sc.IdleTimeout.Std(),
-		MaxSessions:   sc.MaxCount,
-		MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
-		MaxTotalBytes: int64(sc.MaxDiskMB) * sandbox.MiB,
-		Logger:        log,
-	})
-}
-
-// runDefaults are the limits of a run that names none: spec 004's
-// defaults, or the configuration's limits.run section.
-func runDefaults(cfg *config.Config) execute.ExecutionLimits {
-	d := cfg.Limits.Run
-	return execute.ExecutionLimits{
-		TimeLimit:      d.Timeout.Std().Seconds(),
-		MemoryLimit:    d.MemoryMB,
-		CPULimit:       d.CPUCores,
-		MaxOutputChars: d.MaxOutputChars,
-		Pids:           d.MaxProcesses,
-	}.WithDefaults()
 }
 
 // newReporter builds the control plane reporter from the configuration.

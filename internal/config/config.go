@@ -173,7 +173,9 @@ type CompileLimits struct {
 	// CPUCores is the compiler's CPU bandwidth.
 	CPUCores float64 `yaml:"cpu_cores"`
 	// MaxProcesses is higher than a run's: go build and javac start many
-	// threads.
+	// threads. Its default, 256, is runner.DefaultCompileLimits': with
+	// 128 the Go build cache seed (go build of the standard library)
+	// fails or crawls.
 	MaxProcesses int `yaml:"max_processes"`
 }
 
@@ -284,11 +286,14 @@ func Default() *Config {
 				MaxProcesses:   50,
 				MaxOutputChars: 100000,
 			},
+			// runner.DefaultCompileLimits, which the compile steps of
+			// run and judge share (internal/assembly's tests keep the
+			// two equal: this package lies below runner).
 			Compile: CompileLimits{
 				Timeout:      Duration(30 * time.Second),
 				MemoryMB:     512,
 				CPUCores:     1.0,
-				MaxProcesses: 128,
+				MaxProcesses: 256,
 			},
 			Executor: ExecutorLimits{
 				Timeout:     Duration(30 * time.Second),

@@ -58,6 +58,8 @@ import (
 
 	"github.com/coderunner/coderunner"
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/assembly"
+	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/mcpserver"
 )
 
@@ -121,14 +123,24 @@ type mode struct {
 
 func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 	ctx := context.Background()
-	cr, err := coderunner.New(ctx, coderunner.Options{Warm: warm})
+	cfg, err := config.Load("", os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	// The in-process MCP server's parts, as coderunner mcp builds them,
+	// and the Go API on the same backend (the same warm sandboxes).
+	parts, err := assembly.Open(ctx, assembly.Options{Config: cfg, Warm: warm, Executor: true, Sessions: true, Engine: true})
+	if err != nil {
+		return err
+	}
+	defer parts.Close()
+	cr, err := coderunner.New(ctx, coderunner.Options{Sandbox: parts.Backend})
 	if err != nil {
 		return err
 	}
 	defer cr.Close()
-	engine, engineErr := cr.Engine()
-	timed := &timingRunner{inner: cr.Executor()}
-	srv, err := mcpserver.New(mcpserver.Options{Runner: timed, Languages: cr.Languages(), Engine: engine, EngineErr: engineErr})
+	timed := &timingRunner{inner: parts.Runner()}
+	srv, err := mcpserver.New(mcpserver.Options{Runner: timed, Languages: parts.Languages, Engine: parts.JudgeEngine(), EngineErr: parts.EngineErr})
 	if err != nil {
 		return err
 	}
@@ -179,7 +191,7 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 	}
 	defer realPipe.Close()
 
-	noop, err := mcpserver.New(mcpserver.Options{Runner: noopRunner{}, Languages: cr.Languages()})
+	noop, err := mcpserver.New(mcpserver.Options{Runner: noopRunner{}, Languages: parts.Languages})
 	if err != nil {
 		return err
 	}
