@@ -17,6 +17,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/lang"
 )
 
 const judgeAbout = `Compile the solution in FILE once, run it against every test case in the
@@ -79,92 +80,16 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		return a.fail("judge", "--config: %v", err)
 	}
 
-	var src []byte
-	var language string
-	if pos[0] == "-" {
-		if f.lang == "" {
-			return a.fail("judge", "--lang: needed when the code comes from stdin")
-		}
-		src, err = readBounded(a.Stdin, judge.MaxCodeBytes, "stdin")
-	} else {
-		src, err = readFileBounded(pos[0], judge.MaxCodeBytes)
+	req, code, ok := a.judgeRequest(c, &f, pos[0], langs)
+	if !ok {
+		return code
 	}
-	if err != nil {
-		return a.fail("judge", "%v", err)
-	}
-	switch {
-	case f.lang != "":
-		l, err := langs.Lookup(f.lang)
-		if err != nil {
-			return a.fail("judge", "--lang: %v", err)
-		}
-		language = l.ID
-	default:
-		l, err := langs.ForFile(pos[0])
-		if err != nil {
-			return a.fail("judge", "--lang: %v", err)
-		}
-		language = l.ID
-	}
-
-	raw, err := readFileBounded(f.tests, maxTestsFile)
-	if err != nil {
-		return a.fail("judge", "--tests: %v", err)
-	}
-	tests, err := decodeTests(raw)
-	if err != nil {
-		return a.fail("judge", "--tests: %s is not a JSON array of test cases: %v", f.tests, err)
-	}
-
-	req := judge.ExecutionRequest{
-		RequestID:      fmt.Sprintf("cli-%d", time.Now().UnixNano()),
-		Code:           string(src),
-		Language:       language,
-		TestCases:      tests,
-		TimeoutMS:      f.timeoutMS,
-		TotalTimeoutMS: f.totalMS,
-		MemoryLimitMB:  f.memory,
-		CPULimit:       f.cpus,
-		Compare:        f.compare,
-	}
-	if err := req.WithDefaults().Validate(); err != nil {
-		res := judge.InvalidRequestResult(req.RequestID, err, 0)
-		if c.json {
-			_ = writeJSON(a.Stdout, res)
-		} else {
-			fmt.Fprintf(a.Stderr, "coderunner judge: %s\n", res.ErrorInfo.Message)
-		}
-		return ExitUsage
-	}
-
-	parts, err := assembly.Open(ctx, assembly.Options{
+	res, code, ok := a.judgeRun(ctx, c, &f, req, assembly.Options{
 		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Languages: langs,
-		Warm: min(f.parallel, len(tests)), Engine: true,
+		Warm: min(f.parallel, len(req.TestCases)), Engine: true,
 	})
-	if err != nil {
-		var pe *assembly.Error
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return a.judgeSandboxError(c, req, err)
-	}
-	defer parts.Close()
-	if parts.EngineErr != nil {
-		return a.judgeSandboxError(c, req, parts.EngineErr)
-	}
-	var prog *progress
-	if !c.json && isTerminal(a.Stderr) {
-		prog = &progress{w: a.Stderr, total: len(tests)}
-		fmt.Fprintf(a.Stderr, "compiling and judging %d tests...", len(tests))
-	}
-	jopts := parts.JudgeOptions()
-	jopts.Parallel = f.parallel
-	if prog != nil {
-		jopts.Progress = prog.done
-	}
-	res := parts.Judge(jopts).Execute(ctx, req)
-	if prog != nil {
-		prog.finish()
+	if !ok {
+		return code
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(a.Stderr, "coderunner judge: interrupted")
@@ -187,6 +112,104 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		}
 	}
 	return ExitFailure
+}
+
+// judgeRequest reads the code and the tests file that judge's flags name
+// and makes the request; ok is false, with the exit code, when they are
+// refused.
+func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Table) (req judge.ExecutionRequest, code int, ok bool) {
+	var err error
+	var src []byte
+	var language string
+	if file == "-" {
+		if f.lang == "" {
+			return req, a.fail("judge", "--lang: needed when the code comes from stdin"), false
+		}
+		src, err = readBounded(a.Stdin, judge.MaxCodeBytes, "stdin")
+	} else {
+		src, err = readFileBounded(file, judge.MaxCodeBytes)
+	}
+	if err != nil {
+		return req, a.fail("judge", "%v", err), false
+	}
+	switch {
+	case f.lang != "":
+		l, err := langs.Lookup(f.lang)
+		if err != nil {
+			return req, a.fail("judge", "--lang: %v", err), false
+		}
+		language = l.ID
+	default:
+		l, err := langs.ForFile(file)
+		if err != nil {
+			return req, a.fail("judge", "--lang: %v", err), false
+		}
+		language = l.ID
+	}
+
+	raw, err := readFileBounded(f.tests, maxTestsFile)
+	if err != nil {
+		return req, a.fail("judge", "--tests: %v", err), false
+	}
+	tests, err := decodeTests(raw)
+	if err != nil {
+		return req, a.fail("judge", "--tests: %s is not a JSON array of test cases: %v", f.tests, err), false
+	}
+
+	req = judge.ExecutionRequest{
+		RequestID:      fmt.Sprintf("cli-%d", time.Now().UnixNano()),
+		Code:           string(src),
+		Language:       language,
+		TestCases:      tests,
+		TimeoutMS:      f.timeoutMS,
+		TotalTimeoutMS: f.totalMS,
+		MemoryLimitMB:  f.memory,
+		CPULimit:       f.cpus,
+		Compare:        f.compare,
+	}
+	if err := req.WithDefaults().Validate(); err != nil {
+		res := judge.InvalidRequestResult(req.RequestID, err, 0)
+		if c.json {
+			_ = writeJSON(a.Stdout, res)
+		} else {
+			fmt.Fprintf(a.Stderr, "coderunner judge: %s\n", res.ErrorInfo.Message)
+		}
+		return req, ExitUsage, false
+	}
+
+	return req, 0, true
+}
+
+// judgeRun judges req on the parts opts opens, with progress on a
+// terminal; ok is false, with the exit code, when there is no sandbox.
+func (a *App) judgeRun(ctx context.Context, c *common, f *judgeFlags, req judge.ExecutionRequest, opts assembly.Options) (res judge.ExecutionResult, code int, ok bool) {
+	parts, err := assembly.Open(ctx, opts)
+	if err != nil {
+		var pe *assembly.Error
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return res, a.judgeSandboxError(c, req, err), false
+	}
+	defer parts.Close()
+	if parts.EngineErr != nil {
+		return res, a.judgeSandboxError(c, req, parts.EngineErr), false
+	}
+	var prog *progress
+	if !c.json && isTerminal(a.Stderr) {
+		prog = &progress{w: a.Stderr, total: len(req.TestCases)}
+		fmt.Fprintf(a.Stderr, "compiling and judging %d tests...", len(req.TestCases))
+	}
+	jopts := parts.JudgeOptions()
+	jopts.Parallel = f.parallel
+	if prog != nil {
+		jopts.Progress = prog.done
+	}
+	res = parts.Judge(jopts).Execute(ctx, req)
+	if prog != nil {
+		prog.finish()
+	}
+	return res, 0, true
 }
 
 // judgeSandboxError reports a sandbox that could not be set up.

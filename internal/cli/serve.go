@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/config"
 	"github.com/coderunner/coderunner/internal/httpguard"
+	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/mcpserver"
 )
 
@@ -75,25 +77,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 			log = slog.New(slog.NewJSONHandler(a.Stderr, &slog.HandlerOptions{Level: level}))
 		}
 	}
-	if addr == "" {
-		addr = cfg.Server.Addr
-	}
-	if isSet(fs, "max-concurrent") {
-		if slots < 1 || slots > config.MaxSlots {
-			return a.fail("serve", "--max-concurrent: %d is out of range 1..%d", slots, config.MaxSlots)
-		}
-		cfg.Server.MaxConcurrent = slots
-	}
-	if isSet(fs, "queue-size") {
-		if queue < 1 || queue > config.MaxQueue {
-			return a.fail("serve", "--queue-size: %d is out of range 1..%d", queue, config.MaxQueue)
-		}
-		cfg.Server.QueueSize = queue
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return a.fail("serve", "--addr: %q is not host:port", addr)
-	}
-	if err := needToken(addr, cfg); err != nil {
+	if addr, err = serveFlags(fs, cfg, addr, slots, queue); err != nil {
 		return a.fail("serve", "%v", err)
 	}
 	langs, err := cfg.LanguageTable()
@@ -107,6 +91,49 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	}
 	log = log.With("container_id", containerID)
 
+	parts, ok := a.serveParts(ctx, c, cfg, langs, log)
+	if !ok {
+		return ExitFailure
+	}
+	// Closed after Serve returns, when no call uses a session any more:
+	// every session's files go with the server, then the backend.
+	defer parts.Close()
+	srvOpts := a.serverOptions(cfg, parts, log)
+
+	// The reporter's metrics go to the server, built after it.
+	var srv *httpapi.Server
+	if cfg.ControlPlane.URL != "" {
+		rep, err := newReporter(cfg, containerID, log, func(kind string, took time.Duration, err error) { srv.ObserveReport(kind, took, err) })
+		if err != nil {
+			log.Error("unable to set up control plane reporting", "event", "startup_failed", "error", err)
+			return ExitFailure
+		}
+		srvOpts.Reporter = rep
+	}
+	srv, err = httpapi.New(srvOpts)
+	if err != nil {
+		log.Error("unable to build the server", "event", "startup_failed", "error", err)
+		return ExitFailure
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("unable to listen", "event", "startup_failed", "addr", addr, "error", err)
+		return ExitFailure
+	}
+
+	sctx, stop := shutdownContext(ctx)
+	defer stop()
+	status, err := srv.Serve(sctx, ln)
+	if err != nil {
+		log.Error("the server failed", "event", "server_failed", "error", err)
+		return ExitFailure
+	}
+	return status.Code
+}
+
+// serveParts opens every part the server uses; ok is false, the reason
+// logged, when one cannot start.
+func (a *App) serveParts(ctx context.Context, c *common, cfg *config.Config, langs *lang.Table, log *slog.Logger) (*assembly.Parts, bool) {
 	parts, err := assembly.Open(ctx, assembly.Options{
 		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Languages: langs, Warm: warmSandboxes,
 		Invoker: true, Executor: true, Sessions: true, Engine: true,
@@ -115,21 +142,23 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 	switch {
 	case errors.As(err, &pe) && pe.Part == assembly.PartBackend:
 		log.Error("no sandbox backend works here", "event", "startup_failed", "backend", c.backend, "error", pe.Err)
-		return ExitFailure
+		return nil, false
 	case errors.As(err, &pe) && pe.Part == assembly.PartInvoker:
 		log.Error("the work directory is not usable", "event", "startup_failed", "error", pe.Err)
-		return ExitFailure
+		return nil, false
 	case errors.As(err, &pe) && pe.Part == assembly.PartSessions:
 		log.Error("unable to set up sessions", "event", "startup_failed", "error", pe.Err)
-		return ExitFailure
+		return nil, false
 	case err != nil:
 		log.Error("unable to set up", "event", "startup_failed", "error", err)
-		return ExitFailure
+		return nil, false
 	}
-	// Closed after Serve returns, when no call uses a session any more:
-	// every session's files go with the server, then the backend.
-	defer parts.Close()
+	return parts, true
+}
 
+// serverOptions are the HTTP service's settings: the configuration's, and
+// the parts that serve each endpoint.
+func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog.Logger) httpapi.Options {
 	srvOpts := httpapi.Options{
 		Executor: parts.Invoker,
 		// A request that names a session is refused (ErrDisabled) when
@@ -173,35 +202,34 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 		return ms.NewHTTPHandler(mcpserver.HTTPOptions{AllowedHosts: cfg.Server.AllowedHostList()}), nil
 	}
 
-	// The reporter's metrics go to the server, built after it.
-	var srv *httpapi.Server
-	if cfg.ControlPlane.URL != "" {
-		rep, err := newReporter(cfg, containerID, log, func(kind string, took time.Duration, err error) { srv.ObserveReport(kind, took, err) })
-		if err != nil {
-			log.Error("unable to set up control plane reporting", "event", "startup_failed", "error", err)
-			return ExitFailure
-		}
-		srvOpts.Reporter = rep
-	}
-	srv, err = httpapi.New(srvOpts)
-	if err != nil {
-		log.Error("unable to build the server", "event", "startup_failed", "error", err)
-		return ExitFailure
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		log.Error("unable to listen", "event", "startup_failed", "addr", addr, "error", err)
-		return ExitFailure
-	}
+	return srvOpts
+}
 
-	sctx, stop := shutdownContext(ctx)
-	defer stop()
-	status, err := srv.Serve(sctx, ln)
-	if err != nil {
-		log.Error("the server failed", "event", "server_failed", "error", err)
-		return ExitFailure
+// serveFlags puts serve's flags over the configuration and checks the
+// address (a token is needed off loopback); it returns the address.
+func serveFlags(fs *flag.FlagSet, cfg *config.Config, addr string, slots, queue int) (string, error) {
+	if addr == "" {
+		addr = cfg.Server.Addr
 	}
-	return status.Code
+	if isSet(fs, "max-concurrent") {
+		if slots < 1 || slots > config.MaxSlots {
+			return "", fmt.Errorf("--max-concurrent: %d is out of range 1..%d", slots, config.MaxSlots)
+		}
+		cfg.Server.MaxConcurrent = slots
+	}
+	if isSet(fs, "queue-size") {
+		if queue < 1 || queue > config.MaxQueue {
+			return "", fmt.Errorf("--queue-size: %d is out of range 1..%d", queue, config.MaxQueue)
+		}
+		cfg.Server.QueueSize = queue
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", fmt.Errorf("--addr: %q is not host:port", addr)
+	}
+	if err := needToken(addr, cfg); err != nil {
+		return "", err
+	}
+	return addr, nil
 }
 
 // needToken refuses to serve without an API token where a token is what
