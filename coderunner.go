@@ -54,8 +54,8 @@ type Options struct {
 	NoSessionTmpfs bool
 }
 
-// CodeRunner runs code in one sandbox backend: spec 004 executions with
-// sessions, and spec 000 judging. It is safe for concurrent use.
+// CodeRunner runs code in one sandbox backend: single runs with limits and
+// sessions, and judging against test cases. It is safe for concurrent use.
 type CodeRunner struct {
 	parts *assembly.Parts
 	judge *judge.Judge

@@ -1,13 +1,14 @@
 // Package coderunner is the Go API of coderunner, a sandbox for untrusted
-// code: the functions of the Code Execution Sandbox API (spec 004) and the
-// judge of CodeRunner (spec 000), in Go form, with a context first.
+// code: single runs with limits and sessions (ExecuteCode,
+// ExecuteWithLimits, SandboxProcessIsolation) and a judge of programs
+// against test cases (CodeRunner.Execute), with a context first.
 //
 // The package builds on Linux only, as do the sandbox backends it opens.
 //
 // # Running code
 //
 // ExecuteCode runs a program and returns its Result, whose JSON is the
-// execute_with_limits object of the contract (stdout, stderr, exit_code,
+// object /v1/run and the execute_code MCP tool answer (stdout, stderr, exit_code,
 // execution_time, status, error_message, resource_usage, limits_applied,
 // …). ExecuteWithLimits does the same under explicit ExecutionLimits;
 // SandboxProcessIsolation adds a report of the isolation the program ran
@@ -22,9 +23,8 @@
 // the request was refused (ErrUnsupportedLanguage, ErrEmptyCode,
 // ErrInvalidLimits, ErrInvalidSessionID, a session cap), when no sandbox
 // works here (ErrBackendUnavailable), or when ctx ended; the Result is
-// never nil and then carries status setup_error and spec 004's message,
-// so that a caller that only looks at the Result sees what the Python API
-// would have returned.
+// never nil and then carries status setup_error and the message, so that
+// a caller that only looks at the Result sees why.
 //
 // The package-level functions use a CodeRunner made on first use with the
 // defaults (the strongest backend that works here, the configuration from
@@ -42,12 +42,12 @@
 // # Judging
 //
 // CodeRunner.Execute compiles a program once, runs it on every test case
-// and judges it (spec 000). ArtifactToExecutionRequest and
+// and judges it. ArtifactToExecutionRequest and
 // ExecutionResultToArtifact convert to and from Fleet artifacts.
 //
 // # Monitoring
 //
-// ResourceMonitor computes spec 004's resource usage (memory at the start
+// ResourceMonitor computes a run's resource usage (memory at the start
 // and at the peak, CPU samples, average and peak CPU percent) from samples
 // taken while a program runs. Results carry the same figures, computed
 // from the samples the sandbox takes of the whole process tree.

@@ -6,7 +6,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox/docker"
 )
 
-// CheckDockerAvailable is spec 004's check_docker_available: it reports
+// CheckDockerAvailable reports
 // whether a Docker Engine answers at DOCKER_HOST or the local socket,
 // within five seconds. It asks only the engine: whether the language
 // images are present is the docker backend's probe (coderunner doctor).

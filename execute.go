@@ -12,11 +12,11 @@ import (
 	"github.com/coderunner/coderunner/lang"
 )
 
-// Result is the outcome of one execution; its JSON is the contract's
-// execute_with_limits object (§4.1).
+// Result is the outcome of one execution; its JSON is the object /v1/run
+// and the execute_code MCP tool answer.
 type Result = execute.Result
 
-// ResourceUsage is what a run consumed (spec 004's resource_usage).
+// ResourceUsage is what a run consumed (its resource_usage).
 type ResourceUsage = execute.ResourceUsage
 
 // LimitsApplied echoes the limits a run was held to.
@@ -28,7 +28,7 @@ type Artifact = execute.Artifact
 // Status is the overall outcome of an execution.
 type Status = execute.Status
 
-// The statuses of spec 004.
+// The statuses of an execution.
 const (
 	StatusSuccess        = execute.StatusSuccess
 	StatusTimeout        = execute.StatusTimeout
@@ -36,7 +36,7 @@ const (
 	StatusSetupError     = execute.StatusSetupError
 )
 
-// ExecutionLimits bounds one execution (spec 004's ExecutionLimits): time
+// ExecutionLimits bounds one execution: time
 // in seconds (1–300, default 30), memory in MB (default 256), CPU cores
 // (default 0.5), output characters per stream (default 100000) and
 // processes (default 50). A zero field takes its default; Validate refuses
@@ -44,10 +44,11 @@ const (
 // limits: memory_limit 8 must be between 16 and 8192 MB".
 type ExecutionLimits = execute.ExecutionLimits
 
-// DefaultLimits returns spec 004's default limits.
+// DefaultLimits returns the default limits of a run.
 func DefaultLimits() ExecutionLimits { return execute.DefaultLimits() }
 
-// Option adds an optional argument of spec 004's functions.
+// Option adds an optional argument to ExecuteCode, ExecuteWithLimits and
+// SandboxProcessIsolation.
 type Option func(*call)
 
 // call is the optional arguments of one execution.
@@ -61,8 +62,8 @@ type call struct {
 // WithStdin gives the program s as its standard input (default: empty).
 func WithStdin(s string) Option { return func(c *call) { c.stdin = s } }
 
-// WithTimeout sets the time limit of the run (spec 004 timeout: 1 to 300
-// seconds, default 30); with ExecuteWithLimits it replaces
+// WithTimeout sets the time limit of the run (1 to 300 seconds, default
+// 30); with ExecuteWithLimits it replaces
 // limits.TimeLimit.
 func WithTimeout(d time.Duration) Option { return func(c *call) { c.timeout = d } }
 
@@ -96,7 +97,7 @@ func ExecuteWithLimits(ctx context.Context, language, code string, limits Execut
 	return c.ExecuteWithLimits(ctx, language, code, limits, opts...)
 }
 
-// ExecuteCode is spec 004's execute_code: it runs code in language with
+// ExecuteCode runs code in language with
 // the default limits (or the configuration's), and the options' stdin,
 // timeout and session. The Result is never nil; the error is non-nil when
 // the request was refused or ctx ended, and the Result then has status
@@ -105,7 +106,7 @@ func (c *CodeRunner) ExecuteCode(ctx context.Context, language, code string, opt
 	return c.ExecuteWithLimits(ctx, language, code, ExecutionLimits{}, opts...)
 }
 
-// ExecuteWithLimits is spec 004's execute_with_limits: ExecuteCode under
+// ExecuteWithLimits is ExecuteCode under
 // limits, whose zero fields take the defaults. The Result reports the
 // resource usage measured while the program ran and the limits applied.
 func (c *CodeRunner) ExecuteWithLimits(ctx context.Context, language, code string, limits ExecutionLimits, opts ...Option) (*Result, error) {
@@ -139,7 +140,7 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 }
 
 // refused is the Result of a request that did not run: status
-// setup_error, exit code -1 and spec 004's message, with the error.
+// setup_error, exit code -1 and the refusal's message, with the error.
 func refused(req execute.Request, backendName string, langs *lang.Table, err error) (*Result, error) {
 	msg := err.Error()
 	switch {

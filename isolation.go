@@ -14,8 +14,8 @@ type IsolatedResult struct {
 	Isolation Isolation `json:"isolation"`
 }
 
-// Isolation is the isolation status of spec 004's
-// sandbox_process_isolation: what kept the program apart from this
+// Isolation is the isolation status SandboxProcessIsolation reports: what
+// kept the program apart from this
 // process and the machine.
 type Isolation struct {
 	// Isolated is true when the program ran in its own sandboxed process
@@ -41,8 +41,7 @@ func SandboxProcessIsolation(ctx context.Context, language, code string, limits 
 	return c.SandboxProcessIsolation(ctx, language, code, limits, opts...)
 }
 
-// SandboxProcessIsolation is spec 004's sandbox_process_isolation:
-// ExecuteWithLimits in a fresh sandbox that shares nothing with earlier
+// SandboxProcessIsolation runs ExecuteWithLimits in a fresh sandbox that shares nothing with earlier
 // runs (a session option is ignored), with the isolation status. The
 // program always runs in a separate process tree with its own namespaces,
 // cgroup and seccomp filter as the backend provides them; Isolation says

@@ -6,7 +6,7 @@ import (
 	"github.com/coderunner/coderunner/judge"
 )
 
-// Spec 000's types, from package judge.
+// The judge's request, result and Fleet types, from package judge.
 type (
 	// ExecutionRequest asks the judge to run code against test cases.
 	ExecutionRequest = judge.ExecutionRequest
@@ -22,7 +22,7 @@ type (
 	FleetRequestOptions = judge.FleetRequestOptions
 )
 
-// Execute is spec 000's CodeRunner.execute: it compiles req's code once,
+// Execute judges req: it compiles req's code once,
 // runs it on every test case and judges the outputs. It never fails: a
 // refused request, a compilation error and a failure of the sandbox are
 // results with their status and error_info.
@@ -30,13 +30,13 @@ func (c *CodeRunner) Execute(ctx context.Context, req ExecutionRequest) Executio
 	return c.judge.Execute(ctx, req)
 }
 
-// ArtifactToExecutionRequest is spec 000's artifact_to_execution_request:
-// a Fleet code artifact and its test cases become a request.
+// ArtifactToExecutionRequest makes a judge request of a Fleet code
+// artifact: the artifact and its test cases become a request.
 func ArtifactToExecutionRequest(a FleetArtifact, testCases []map[string]any, opts FleetRequestOptions) (ExecutionRequest, error) {
 	return judge.ArtifactToExecutionRequest(a, testCases, opts)
 }
 
-// ExecutionResultToArtifact is spec 000's execution_result_to_artifact: a
+// ExecutionResultToArtifact makes a Fleet artifact of a judge result: a
 // result becomes a Fleet artifact, with its content inline below
 // judge.InlineThreshold bytes and otherwise stored under "beads:"+beadsKey
 // (largeContent is then what to store there).

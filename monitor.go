@@ -15,7 +15,7 @@ import (
 // of what a ResourceMonitor watches.
 type Sampler func() (cpu time.Duration, memory int64, err error)
 
-// ResourceMonitor is spec 004's ResourceMonitor: Start begins monitoring,
+// ResourceMonitor measures a program while it runs: Start begins monitoring,
 // Update takes a sample while the program runs, Usage reports memory at
 // the start and at the peak, the number of samples, and the average and
 // peak CPU use. It is safe for concurrent use.

@@ -21,7 +21,7 @@ import (
 )
 
 const judgeAbout = `Compile the solution in FILE once, run it against every test case in the
---tests file and judge the outputs (spec 000 CodeRunner). The code comes from
+--tests file and judge the outputs. The code comes from
 FILE, or from standard input with "-" (then --lang is needed).
 
 The tests file is a JSON array of {id, input, expected_output, is_hidden,

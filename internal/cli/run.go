@@ -19,7 +19,7 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-const runAbout = `Execute one program in the sandbox (spec 004 execute_code / execute_with_limits).
+const runAbout = `Execute one program in the sandbox, under limits.
 The code comes from FILE, or from standard input with "-" (then --lang is needed).
 Compiled languages are compiled first under the compile limits (30 s, 512 MB);
 --timeout covers the run only.

@@ -23,9 +23,9 @@ import (
 	"github.com/coderunner/coderunner/mcpserver"
 )
 
-const serveAbout = `Serve the HTTP API (contract §6): POST /execute (spec 002), POST /v1/run
-(spec 004, with session_id), DELETE /v1/sessions/{id}, POST /v1/judge
-(spec 000), /mcp (MCP streamable HTTP), GET /health, GET /metrics and
+const serveAbout = `Serve the HTTP API: POST /execute (reported to the control plane),
+POST /v1/run (with session_id), DELETE /v1/sessions/{id}, POST /v1/judge,
+/mcp (MCP streamable HTTP), GET /health, GET /metrics and
 GET /openapi.yaml. Logs are JSON lines on stderr.
 
 Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on every
