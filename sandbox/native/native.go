@@ -380,7 +380,7 @@ func traversable(p string) bool {
 // Probe reports what the native backend can use here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
-	uid := fmt.Sprintf("root: user code runs as host uid %d", b.hostBase+sandboxUID)
+	uid := fmt.Sprintf("root: user code runs as host uid %d; each sandbox's user namespace belongs to a host uid of its own (%d to %d)", b.hostBase+sandboxUID, b.hostBase+ownerOffset, b.hostBase+ownerOffset+owners-1)
 	if !b.privileged {
 		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
 	}
