@@ -183,12 +183,25 @@ fi
 echo "test-cgroup2: guest console:"
 grep '^guest: ' "$work/console.log" || true
 rc=0
+# failures LOG: each failed or skipped test of a go test -v log, with what
+# it printed (lines cut at 300 characters), then the verdict.
+failures() {
+	awk '
+		/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+		/^ *--- (FAIL|SKIP): / {
+			print
+			if ($3 in said) printf "%s", said[$3]
+			next
+		}
+		/^ *--- PASS: / { next }
+		/^    / && cur != "" { said[cur] = said[cur] substr($0, 1, 300) "\n"; next }
+		/^(FAIL|PASS|ok)/ { print }
+	' "$1"
+}
 for f in "$work"/out/*.log; do
 	[ -f "$f" ] || continue
-	name=$(basename "$f" .log)
-	echo "---- $name"
-	grep -E '^(--- (FAIL|SKIP)|FAIL|ok|PASS)' "$f" || true
-	grep -E '^\s+\S+\.go:[0-9]+: ' "$f" | head -40 || true
+	echo "---- $(basename "$f" .log)"
+	failures "$f"
 done
 echo "---- status (name exit seconds)"
 if [ ! -f "$work/out/finished" ]; then
