@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Runs the sandbox backends' test binaries as root inside a Linux guest
+# whose kernel mounts cgroup v2 only (cgroup_no_v1=all), so that the
+# cgroup v2 code paths run on a host that is cgroup v1.
+#
+# The guest is Debian bookworm (debootstrap --variant=minbase plus
+# PACKAGES, with Debian's kernel and its initramfs), booted by QEMU with
+# init= a small script: it mounts /proc, /sys, cgroup2 at /sys/fs/cgroup,
+# tmpfs on /tmp and /run, runs each test binary under CI=true from a copy
+# on the guest's disk, writes the logs and exit statuses to a 9p share
+# and powers off. The root and its disk image are cached under CACHE,
+# keyed on the package list, so only the first run pays for debootstrap.
+# The test binaries are built on the host with go test -c.
+#
+# KVM is used when it boots the guest; otherwise (Debian's kernel does not
+# boot under KVM on some hosts) it falls back to TCG emulation and says so.
+# TestLanguages needs every toolchain of the default table; the guest has
+# sh, python3 and C/C++ only, so it runs without CI=true (missing
+# toolchains skip) and is reported apart.
+# Env: PKGS ("native bwrap"), CACHE (/var/cache/coderunner/cgroup2-guest),
+# MIRROR (http://deb.debian.org/debian), MEM (3G), TIMEOUT (3600 seconds
+# for the whole guest run), ACCEL (auto, kvm or tcg).
+# Exit 0 when every test binary passes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO="${GO:-$(command -v go 2>/dev/null || echo /usr/local/go/bin/go)}"
+PKGS="${PKGS:-native bwrap}"
+CACHE="${CACHE:-/var/cache/coderunner/cgroup2-guest}"
+MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+MEM="${MEM:-3G}"
+TIMEOUT="${TIMEOUT:-3600}"
+ACCEL="${ACCEL:-auto}"
+SUITE=bookworm
+PACKAGES="linux-image-amd64,initramfs-tools,kmod,python3,gcc,g++,libc6-dev,bubblewrap,procps"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "test-cgroup2: needs root (debootstrap, and the tests run as root)" >&2
+	exit 1
+fi
+for tool in debootstrap qemu-system-x86_64 mkfs.ext4; do
+	command -v "$tool" >/dev/null || {
+		echo "test-cgroup2: needs $tool (apt-get install debootstrap qemu-system-x86 e2fsprogs)" >&2
+		exit 1
+	}
+done
+started=$(date +%s)
+
+# The guest's init, in its disk image: it mounts the 9p share and hands
+# over to the share's guest-init.sh (written below at each run). The
+# initramfs has already mounted /proc and /sys.
+stub='#!/bin/sh
+mountpoint -q /proc || mount -t proc proc /proc
+mountpoint -q /sys || mount -t sysfs sysfs /sys
+modprobe -q 9pnet_virtio
+modprobe -q 9p
+mkdir -p /host
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 host /host
+exec /bin/sh /host/guest-init.sh
+'
+
+# The guest: root directory with kernel and initramfs (keyed on the
+# package list), and its disk image (keyed on the init too), cached.
+key=$(printf '%s\n' "$SUITE" "$MIRROR" "$PACKAGES" | sha256sum | cut -c1-16)
+guest="$CACHE/$key"
+root="$guest/root"
+if [ ! -f "$guest/root.done" ]; then
+	echo "test-cgroup2: building the guest in $guest (debootstrap, a few minutes)"
+	rm -rf "$guest"
+	mkdir -p "$guest"
+	debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$MIRROR" >"$guest/debootstrap.log" 2>&1 || {
+		tail -20 "$guest/debootstrap.log" >&2
+		echo "test-cgroup2: debootstrap failed, log in $guest/debootstrap.log" >&2
+		exit 1
+	}
+	cp "$(find "$root/boot" -name 'vmlinuz-*' | sort | tail -1)" "$guest/vmlinuz"
+	cp "$(find "$root/boot" -name 'initrd.img-*' | sort | tail -1)" "$guest/initrd.img"
+	echo "cgroup2-guest" >"$root/etc/hostname"
+	printf '127.0.0.1 localhost\n::1 localhost\n' >"$root/etc/hosts"
+	touch "$guest/root.done"
+fi
+image="$guest/root-$(printf '%s' "$stub" | sha256sum | cut -c1-16).img"
+if [ ! -f "$image" ]; then
+	echo "test-cgroup2: making the guest's disk image $image"
+	rm -f "$guest"/root*.img
+	printf '%s' "$stub" >"$root/sbin/cgroup2-init"
+	chmod 755 "$root/sbin/cgroup2-init"
+	size=$(($(du -sm "$root" | cut -f1) + 1024))
+	mkfs.ext4 -q -F -L cgroup2root -d "$root" "$image.new" "${size}M"
+	mv "$image.new" "$image"
+fi
+
+# The test binaries, the guest's init and the results, on the 9p share.
+work=$(mktemp -d /tmp/cgroup2-guest.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin" "$work/out"
+for p in $PKGS; do
+	echo "test-cgroup2: go test -c ./sandbox/$p/"
+	"$GO" test -c -o "$work/bin/$p.test" "./sandbox/$p/"
+done
+cat >"$work/guest-init.sh" <<-EOF
+	#!/bin/sh
+	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	export PATH HOME=/root
+	mount -t cgroup2 cgroup2 /sys/fs/cgroup
+	mount -t tmpfs tmpfs /tmp
+	mount -t tmpfs tmpfs /run
+	mount -t devpts devpts /dev/pts 2>/dev/null
+	# Loopback up (SIOCSIFFLAGS, IFF_UP|IFF_LOOPBACK|IFF_RUNNING): minbase has no ip(8).
+	python3 -c 'import fcntl, socket, struct; fcntl.ioctl(socket.socket(), 0x8914, struct.pack("16sh", b"lo", 0x49))'
+	echo "guest: kernel \$(uname -r); cgroup mounts:"
+	grep cgroup /proc/mounts
+	echo "guest: controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)"
+	mkdir -p /root/tests
+	for p in $PKGS; do
+		cp /host/bin/\$p.test /root/tests/\$p.test
+		# Like go test: the working directory is the package's directory.
+		mkdir -p /root/src/sandbox/\$p
+		cd /root/src/sandbox/\$p
+		echo "guest: === \$p (CI=true, without TestLanguages)"
+		t0=\$(date +%s)
+		CI=true /root/tests/\$p.test -test.v -test.count=1 -test.timeout=40m -test.skip '^TestLanguages\$' >/host/out/\$p.log 2>&1
+		echo "\$p \$? \$((\$(date +%s) - t0))" >>/host/out/status
+		echo "guest: === \$p TestLanguages (missing toolchains skip)"
+		t0=\$(date +%s)
+		/root/tests/\$p.test -test.v -test.count=1 -test.timeout=40m -test.run '^TestLanguages\$' >/host/out/\$p-languages.log 2>&1
+		echo "\$p-languages \$? \$((\$(date +%s) - t0))" >>/host/out/status
+	done
+	echo done >/host/out/finished
+	sync
+	umount /host
+	echo o >/proc/sysrq-trigger
+	sleep 30
+EOF
+
+accel_args() {
+	case "$1" in
+	kvm) echo "-accel kvm -cpu host" ;;
+	tcg) echo "-accel tcg,thread=multi -cpu max" ;;
+	esac
+}
+# run_guest ACCEL TIMEOUT: boots the guest; the console goes to work/console.log.
+run_guest() {
+	# shellcheck disable=SC2046 # the accelerator's options are words
+	timeout "$2" qemu-system-x86_64 $(accel_args "$1") -m "$MEM" -smp 2 \
+		-nographic -no-reboot -serial "file:$work/console.log" -monitor none \
+		-kernel "$guest/vmlinuz" -initrd "$guest/initrd.img" \
+		-append "root=/dev/vda rw console=ttyS0 panic=-1 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 init=/sbin/cgroup2-init" \
+		-drive "file=$image,format=raw,if=virtio,snapshot=on" \
+		-virtfs "local,path=$work,mount_tag=host,security_model=none" \
+		-netdev user,id=n0 -device virtio-net-pci,netdev=n0 >/dev/null 2>&1 &
+	echo $! >"$work/qemu.pid"
+	wait "$(cat "$work/qemu.pid")" || true
+}
+if [ "$ACCEL" = auto ]; then
+	ACCEL=tcg
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+		# KVM boots or it does not: the guest reaches its init within 30 s, or
+		# QEMU stops at once (an MSR it cannot set with -cpu host).
+		rm -f "$work/out/status"
+		echo "test-cgroup2: trying KVM"
+		run_guest kvm "$TIMEOUT" &
+		kvm=$!
+		for _ in $(seq 30); do
+			grep -q 'guest: kernel' "$work/console.log" 2>/dev/null && break
+			kill -0 "$kvm" 2>/dev/null || break
+			sleep 1
+		done
+		if grep -q 'guest: kernel' "$work/console.log" 2>/dev/null; then
+			ACCEL=kvm
+			wait "$kvm"
+		else
+			kill "$(cat "$work/qemu.pid")" 2>/dev/null || true
+			wait "$kvm" 2>/dev/null || true
+		fi
+	fi
+fi
+if [ "$ACCEL" = tcg ]; then
+	echo "test-cgroup2: *** KVM unavailable or it cannot boot this kernel: falling back to TCG emulation (slow) ***"
+	rm -f "$work/out/"*
+	run_guest tcg "$TIMEOUT"
+fi
+
+echo "test-cgroup2: guest console:"
+grep '^guest: ' "$work/console.log" || true
+rc=0
+# failures LOG: each failed or skipped test of a go test -v log, with what
+# it printed (lines cut at 300 characters), then the verdict.
+failures() {
+	awk '
+		/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+		/^ *--- (FAIL|SKIP): / {
+			print
+			if ($3 in said) printf "%s", said[$3]
+			next
+		}
+		/^ *--- PASS: / { next }
+		/^    / && cur != "" { said[cur] = said[cur] substr($0, 1, 300) "\n"; next }
+		/^(FAIL|PASS|ok)/ { print }
+	' "$1"
+}
+for f in "$work"/out/*.log; do
+	[ -f "$f" ] || continue
+	echo "---- $(basename "$f" .log)"
+	failures "$f"
+done
+echo "---- status (name exit seconds)"
+if [ ! -f "$work/out/finished" ]; then
+	echo "test-cgroup2: the guest did not finish; console tail:" >&2
+	tail -40 "$work/console.log" >&2
+	rc=1
+fi
+if [ -f "$work/out/status" ]; then
+	cat "$work/out/status"
+	awk '$2 != 0 { bad = 1 } END { exit bad }' "$work/out/status" || rc=1
+else
+	rc=1
+fi
+mkdir -p "$CACHE/last"
+cp "$work/console.log" "$work"/out/* "$CACHE/last/" 2>/dev/null || true
+echo "test-cgroup2: accelerator $ACCEL, $(($(date +%s) - started)) s; full logs in $CACHE/last"
+exit "$rc"
