@@ -8,34 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/judgetest"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/runner"
 )
-
-// cFlood answers by its input: "pass" prints the 1 MiB expected output
-// (and 2 MiB on stderr), "late" the same with its last byte wrong, and the
-// others write 2 MiB to each stream, "crash" then exiting 1 and "wrong" 0.
-const cFlood = `#include <stdio.h>
-#include <string.h>
-static char buf[1 << 20];
-int main(void) {
-	char mode[16] = {0};
-	if (scanf("%15s", mode) != 1) return 2;
-	memset(buf, 'x', sizeof buf);
-	if (!strcmp(mode, "pass") || !strcmp(mode, "late")) {
-		if (mode[0] == 'l') buf[sizeof buf - 1] = 'y';
-		fwrite(buf, 1, sizeof buf, stdout);
-		fwrite(buf, 1, sizeof buf, stderr);
-		fwrite(buf, 1, sizeof buf, stderr);
-		return 0;
-	}
-	for (int i = 0; i < 2; i++) {
-		fwrite(buf, 1, sizeof buf, stdout);
-		fwrite(buf, 1, sizeof buf, stderr);
-	}
-	return mode[0] == 'c';
-}
-`
 
 // TestJudgeMemoryBounded is the attack of one judge request on the
 // server's memory: 40 tests, a 1 MiB expected output (which raises the
@@ -65,7 +41,7 @@ func TestJudgeMemoryBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	res := j.Execute(context.Background(), judge.ExecutionRequest{
-		Code: cFlood, Language: "c", TestCases: tests, TimeoutMS: 20000, TotalTimeoutMS: 300000,
+		Code: judgetest.CFlood, Language: "c", TestCases: tests, TimeoutMS: 20000, TotalTimeoutMS: 300000,
 	})
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc

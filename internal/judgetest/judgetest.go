@@ -36,10 +36,11 @@ const cSum = `#include <stdio.h>
 int main(void) { long a, b; if (scanf("%ld %ld", &a, &b) != 2) return 1; printf("%ld\n", a + b); return 0; }
 `
 
-// cFlood answers by its input: "pass" prints its 1 MiB expected output,
+// CFlood answers by its input: "pass" prints its 1 MiB expected output,
 // "late" the same with the last byte wrong (both with 2 MiB on stderr),
-// and the others write 2 MiB to each stream, "crash" then exiting 1.
-const cFlood = `#include <stdio.h>
+// and the others write 2 MiB to each stream, "crash" then exiting 1. The
+// backends' flood test and runner's memory test judge it.
+const CFlood = `#include <stdio.h>
 #include <string.h>
 static char buf[1 << 20];
 int main(void) {
@@ -184,7 +185,7 @@ func outputFlood(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 		}
 	}
 	res := fj.Execute(context.Background(), judge.ExecutionRequest{
-		RequestID: "flood", Code: cFlood, Language: "c", TestCases: tests, TimeoutMS: 20000, TotalTimeoutMS: 300000,
+		RequestID: "flood", Code: CFlood, Language: "c", TestCases: tests, TimeoutMS: 20000, TotalTimeoutMS: 300000,
 	})
 	if len(res.TestResults) != len(tests) {
 		t.Fatalf("status %s, %d results: %.2000s", res.Status, len(res.TestResults), Describe(res))
