@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,26 +28,11 @@ func newRunner(t *testing.T) *CodeRunner {
 		Backend:    "native",
 		LookupEnv:  noEnv,
 		SessionDir: filepath.Join(t.TempDir(), "sessions"),
-		CacheDir:   reachableDir(t),
+		CacheDir:   testutil.ReachableDir(t, "coderunner-test-cache-"),
 	})
 	testutil.Require(t, err == nil, "the native backend does not work here")
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// reachableDir is a compile cache directory the sandbox's users can
-// reach, which t.TempDir (mode 0700) is not.
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "coderunner-test-cache-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // requireLang skips when a language's toolchain is missing.
@@ -405,7 +389,7 @@ func TestFleetWrappers(t *testing.T) {
 // TestSessionsWarm checks sessions with warm sandboxes, which were started
 // before a session's workspace existed.
 func TestSessionsWarm(t *testing.T) {
-	c, err := New(context.Background(), Options{Backend: "native", Warm: 1, LookupEnv: noEnv, CacheDir: reachableDir(t),
+	c, err := New(context.Background(), Options{Backend: "native", Warm: 1, LookupEnv: noEnv, CacheDir: testutil.ReachableDir(t, "coderunner-test-cache-"),
 		SessionDir: filepath.Join(t.TempDir(), "sessions")})
 	testutil.Require(t, err == nil, "the native backend does not work here")
 	defer c.Close()
@@ -431,7 +415,7 @@ func TestSessionsWarmCapped(t *testing.T) {
 		}
 		return "", false
 	}
-	c, err := New(context.Background(), Options{Backend: "native", Warm: 1, LookupEnv: env, CacheDir: reachableDir(t),
+	c, err := New(context.Background(), Options{Backend: "native", Warm: 1, LookupEnv: env, CacheDir: testutil.ReachableDir(t, "coderunner-test-cache-"),
 		SessionDir: filepath.Join(t.TempDir(), "sessions")})
 	testutil.Require(t, err == nil, "the native backend does not work here")
 	defer c.Close()

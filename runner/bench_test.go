@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
@@ -77,7 +78,7 @@ func benchJudgeWith(b *testing.B, cached bool, warm, parallel int, opts runner.O
 		defer w.Close()
 		be = w
 	}
-	opts.CacheDir = cacheDir(b)
+	opts.CacheDir = testutil.ReachableDir(b, "runner-test-")
 	r, err := runner.New(be, lang.Default(), opts)
 	if err != nil {
 		b.Fatal(err)

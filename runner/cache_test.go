@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
@@ -56,7 +57,7 @@ func entries(t *testing.T, r *runner.Runner) []string {
 }
 
 func TestCacheHit(t *testing.T) {
-	r, be := newRunner(t, runner.Options{CacheDir: cacheDir(t)})
+	r, be := newRunner(t, runner.Options{CacheDir: testutil.ReachableDir(t, "runner-test-")})
 	p := prepare(t, r, "c", cProgram(1))
 	if n := be.runs.Load(); n != 1 {
 		t.Fatalf("first Prepare ran the sandbox %d times, want 1 (the compiler)", n)
@@ -94,7 +95,7 @@ func TestCacheHit(t *testing.T) {
 // TestCacheKeyFlags checks that compiling with other flags does not reuse
 // a program compiled with the default ones.
 func TestCacheKeyFlags(t *testing.T) {
-	dir := cacheDir(t)
+	dir := testutil.ReachableDir(t, "runner-test-")
 	r, be := newRunner(t, runner.Options{CacheDir: dir})
 	prepare(t, r, "c", cProgram(3)).Close()
 	o0, err := lang.New(map[string]lang.Recipe{"c": {Compile: []string{"{tool}", "-O0", "-std=c11", "-o", "{binary}", "{source}", "-lm"}}})
@@ -115,7 +116,7 @@ func TestCacheKeyFlags(t *testing.T) {
 
 func TestCacheEviction(t *testing.T) {
 	// One byte: every entry not in use goes as soon as another comes.
-	r, be := newRunner(t, runner.Options{CacheDir: cacheDir(t), CacheMaxBytes: 1})
+	r, be := newRunner(t, runner.Options{CacheDir: testutil.ReachableDir(t, "runner-test-"), CacheMaxBytes: 1})
 	a := prepare(t, r, "c", cProgram(10))
 	b := prepare(t, r, "c", cProgram(11))
 	// a is in use: b's arrival did not evict it.
@@ -143,7 +144,7 @@ func TestCacheEviction(t *testing.T) {
 // is not evicted by another on the same directory, as another process
 // would be: the lock is on the file system, not in memory.
 func TestCacheEvictionOtherProcess(t *testing.T) {
-	dir := cacheDir(t)
+	dir := testutil.ReachableDir(t, "runner-test-")
 	holder, be := newRunner(t, runner.Options{CacheDir: dir})
 	held := prepare(t, holder, "c", cProgram(20))
 	defer held.Close()
@@ -162,7 +163,7 @@ func TestCacheEvictionOtherProcess(t *testing.T) {
 // TestConcurrentPrepare prepares the same source from many goroutines:
 // one compilation, every program runs.
 func TestConcurrentPrepare(t *testing.T) {
-	r, be := newRunner(t, runner.Options{CacheDir: cacheDir(t)})
+	r, be := newRunner(t, runner.Options{CacheDir: testutil.ReachableDir(t, "runner-test-")})
 	const n = 8
 	var wg sync.WaitGroup
 	progs := make([]judge.Program, n)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
 )
@@ -40,7 +41,7 @@ func TestCacheDamaged(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, be := newRunner(t, runner.Options{CacheDir: cacheDir(t)})
+			r, be := newRunner(t, runner.Options{CacheDir: testutil.ReachableDir(t, "runner-test-")})
 			prepare(t, r, "c", cProgram(7)).Close()
 			ents := entries(t, r)
 			if len(ents) != 1 {

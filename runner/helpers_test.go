@@ -61,21 +61,6 @@ func nativeBackend(t testing.TB) *native.Backend {
 	return backend
 }
 
-// cacheDir is a fresh cache directory the sandbox's users can reach
-// (t.TempDir is not: its parent is private).
-func cacheDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "runner-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
 // sharedCache is one cache directory for the tests that do not look at
 // the cache, so that the Go seed is built once per test binary.
 var sharedCache = sync.OnceValue(func() string {

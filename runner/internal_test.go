@@ -46,7 +46,7 @@ func compile(plant func(spec *sandbox.Spec) error) sandboxtest.Step {
 func newFake(t *testing.T, be sandbox.Backend, opts Options) *Runner {
 	t.Helper()
 	if opts.CacheDir == "" {
-		opts.CacheDir = reachableDir(t)
+		opts.CacheDir = testutil.ReachableDir(t, "runner-internal-")
 	}
 	r, err := New(be, lang.Default(), opts)
 	if err != nil {
@@ -391,7 +391,7 @@ func (b imageBackend) ImageFor(string) string { return b.image }
 // differ: a program compiled in one image must not be reused by a backend
 // that compiles in another, and must be by one that compiles in the same.
 func TestCacheKeyedByImage(t *testing.T) {
-	dir := reachableDir(t)
+	dir := testutil.ReachableDir(t, "runner-internal-")
 	code := "int main(void) { return 0; }"
 	compiles := func(be sandbox.Backend, counter *sandboxtest.Fake) int64 {
 		t.Helper()
@@ -468,7 +468,7 @@ func TestNewOptions(t *testing.T) {
 }
 
 func TestRemoveStale(t *testing.T) {
-	dir := reachableDir(t)
+	dir := testutil.ReachableDir(t, "runner-internal-")
 	r := newFake(t, compiler(nil), Options{CacheDir: dir})
 	old := filepath.Join(dir, tmpDir, "compile-old")
 	fresh := filepath.Join(dir, tmpDir, "compile-fresh")
@@ -506,17 +506,6 @@ func mustMode(t *testing.T, p string) string {
 	fi, err := os.Stat(p)
 	must(t, err)
 	return fi.Mode().String()
-}
-
-// reachableDir is a temporary directory every user can reach, as a cache
-// directory must be when running as root (t.TempDir's parent is private).
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "runner-internal-")
-	must(t, err)
-	must(t, os.Chmod(d, 0o755))
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
 }
 
 // TestGoSeed checks that the first Go compile builds the seed once and

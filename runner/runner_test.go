@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
@@ -92,7 +93,7 @@ func TestPrepareErrors(t *testing.T) {
 // compile limits, and nothing of the host leaks.
 func TestHostileCompiles(t *testing.T) {
 	r, _ := newRunner(t, runner.Options{
-		CacheDir:      cacheDir(t),
+		CacheDir:      testutil.ReachableDir(t, "runner-test-"),
 		CompileLimits: sandbox.Limits{WallTime: 5 * time.Second, CPUTime: 5 * time.Second},
 	})
 	shadow := hostLines(t, "/etc/shadow")

@@ -11,6 +11,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
@@ -57,21 +58,6 @@ func testConfig(t *testing.T) *config.Config {
 	cfg := config.Default()
 	cfg.Backend.WorkDir = t.TempDir()
 	return cfg
-}
-
-// reachableDir is a compile cache directory the sandbox's users could
-// reach, which t.TempDir (mode 0700) is not.
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "assembly-cache-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 func TestCompileLimitsOneSource(t *testing.T) {
@@ -129,7 +115,7 @@ func TestOpenEveryPart(t *testing.T) {
 	var env backend.Env
 	p, err := Open(context.Background(), Options{
 		Config: testConfig(t), Registry: registry(b, &env), Backend: "closer",
-		Executor: true, Invoker: true, Sessions: true, SessionDir: sessions, Engine: true, CacheDir: reachableDir(t),
+		Executor: true, Invoker: true, Sessions: true, SessionDir: sessions, Engine: true, CacheDir: testutil.ReachableDir(t, "assembly-cache-"),
 	})
 	if err != nil {
 		t.Fatal(err)

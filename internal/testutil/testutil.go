@@ -32,3 +32,20 @@ func RequireRoot(t testing.TB) {
 	t.Helper()
 	Require(t, os.Geteuid() == 0, "needs root")
 }
+
+// ReachableDir is a fresh temporary directory every user can reach
+// (mode 0755), removed when t ends: a compile cache or seed directory the
+// sandbox's unprivileged users must read, which t.TempDir is not (its
+// parent is private to the test's user).
+func ReachableDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
