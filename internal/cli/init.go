@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/coderunner/coderunner/internal/pid1"
+)
+
+const initAbout = `Run COMMAND as the child of a minimal init, for the first process of a
+container (the coderunner/executor image's entrypoint is
+"coderunner init -- coderunner"): it forwards SIGTERM, SIGINT, SIGHUP,
+SIGQUIT, SIGUSR1 and SIGUSR2 to COMMAND, reaps every process left to it
+(the sandboxes' orphans), and exits with COMMAND's status: its exit code,
+or 128+N when signal N killed it (serve exits 143 after a SIGTERM).
+Outside PID 1 it reaps as the subreaper of COMMAND's descendants.
+
+A coderunner command started as PID 1 without it runs under it anyway: it
+starts itself again as the init's child. It exits 127 when COMMAND does
+not exist and 126 when it cannot be started.`
+
+// initCmd runs pid1 over the command in args. It takes no common flags:
+// every argument after the optional "--" is the command's.
+func (a *App) initCmd(_ context.Context, args []string) int {
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		fmt.Fprintf(a.Stdout, "Usage: coderunner init [--] COMMAND [ARGS...]\n\n%s\n", initAbout)
+		return ExitOK
+	case len(args) > 0 && args[0] == "--":
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return a.fail("init", "no command given (coderunner init -- COMMAND [ARGS...])")
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "coderunner init: %v\n", err)
+		return pid1.ExitNotFound
+	}
+	return a.runInit(path, args)
+}
+
+// runInit runs path with argv args under the init, on the process's own
+// streams and environment.
+func (a *App) runInit(path string, args []string) int {
+	status, err := pid1.Run(pid1.Command{
+		Path:  path,
+		Args:  args,
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "coderunner init: %v\n", err)
+	}
+	return status
+}
+
+// asInit runs args (a command line of this binary) as the child of an
+// init, for a coderunner started as PID 1 without one: the server's
+// sandboxes leave orphans to PID 1, and only a process of its own can reap
+// them without taking the statuses os/exec waits for.
+func (a *App) asInit(args []string) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "coderunner: started as PID 1, and unable to find its own executable to run under an init: %v\n", err)
+		return ExitFailure
+	}
+	return a.runInit(self, append([]string{os.Args[0]}, args...))
+}
