@@ -77,7 +77,6 @@ docker commit \
 	-c "ENV HOME=$home" \
 	-c "WORKDIR $home" \
 	-c "EXPOSE 8080" \
-	-c "STOPSIGNAL SIGTERM" \
 	-c "LABEL org.coderunner.version=$version org.coderunner.commit=$commit" \
 	-c 'ENTRYPOINT ["/usr/local/bin/coderunner", "init", "--", "/usr/local/bin/coderunner"]' \
 	-c 'CMD ["serve", "--addr", "0.0.0.0:8080"]' \
