@@ -69,6 +69,16 @@ echo "coderunner:x:$uid:$uid:coderunner executor:$home:/usr/sbin/nologin" >>"$ct
 echo "coderunner:x:$uid:" >>"$ctx/etc/group"
 chmod 0644 "$ctx/etc/passwd" "$ctx/etc/group"
 install -d -m 0700 -o "$uid" -g "$uid" "$ctx$home"
+# Debian's Go tree links src, api, misc and test relatively into
+# /usr/share (src -> ../../share/go-1.19/src): mounted at the sandbox's
+# /opt/go those links would point nowhere. The image's links are absolute,
+# and /usr is in every sandbox.
+docker run --rm --entrypoint /bin/sh "$base" -c \
+	'for l in /usr/lib/go-*/*; do [ -L "$l" ] && echo "$l $(readlink -f "$l")"; done; true' |
+	while read -r link target; do
+		install -d -m 0755 "$ctx$(dirname "$link")"
+		ln -s "$target" "$ctx$link"
+	done
 tar -C "$ctx" --numeric-owner -cf - usr etc var | docker cp - "$cid:/"
 
 old="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/coderunner/coderunner/internal/pid1"
 )
@@ -19,20 +20,50 @@ Outside PID 1 it reaps as the subreaper of COMMAND's descendants.
 
 A coderunner command started as PID 1 without it runs under it anyway: it
 starts itself again as the init's child. It exits 127 when COMMAND does
-not exist and 126 when it cannot be started.`
+not exist and 126 when it cannot be started.
+
+Flags:
+  --writable-cgroup
+    	before starting COMMAND, remount read-write the cgroup file systems
+    	the container runtime mounted read-only under /sys/fs/cgroup, so that
+    	each sandboxed run gets a cgroup of its own (memory, processes, CPU)
+    	beneath the container's. Needs CAP_SYS_ADMIN; run the container with
+    	--cgroupns=private, so that the mounts show nothing above its own
+    	cgroup. The container can then change its own cgroup's limits.
+    	Without it (or where it fails, which stops the init with status 126)
+    	the runs are limited by rlimits only (backend.allow_rlimits_only).`
 
 // initCmd runs pid1 over the command in args. It takes no common flags:
 // every argument after the optional "--" is the command's.
 func (a *App) initCmd(_ context.Context, args []string) int {
-	switch {
-	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-		fmt.Fprintf(a.Stdout, "Usage: coderunner init [--] COMMAND [ARGS...]\n\n%s\n", initAbout)
-		return ExitOK
-	case len(args) > 0 && args[0] == "--":
-		args = args[1:]
+	writableCgroup := false
+flags:
+	for len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			fmt.Fprintf(a.Stdout, "Usage: coderunner init [--writable-cgroup] [--] COMMAND [ARGS...]\n\n%s\n", initAbout)
+			return ExitOK
+		case "--writable-cgroup", "-writable-cgroup":
+			writableCgroup = true
+			args = args[1:]
+		case "--":
+			args = args[1:]
+			break flags
+		default:
+			if strings.HasPrefix(args[0], "-") {
+				return a.fail("init", "unknown flag %s (see coderunner init -h)", args[0])
+			}
+			break flags
+		}
 	}
 	if len(args) == 0 {
 		return a.fail("init", "no command given (coderunner init -- COMMAND [ARGS...])")
+	}
+	if writableCgroup {
+		if err := pid1.WritableCgroups(); err != nil {
+			fmt.Fprintf(a.Stderr, "coderunner init: --writable-cgroup: %v\n", err)
+			return pid1.ExitCannotRun
+		}
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {

@@ -34,12 +34,22 @@ func TestInitMissingCommand(t *testing.T) {
 	}
 }
 
+func TestInitUnknownFlag(t *testing.T) {
+	ta := newApp(t, "")
+	if code := ta.Run(context.Background(), []string{"init", "--reap", "--", "true"}); code != ExitUsage {
+		t.Errorf("exit %d, want %d", code, ExitUsage)
+	}
+	if !strings.Contains(ta.stderr.String(), "unknown flag --reap") {
+		t.Errorf("stderr %q", ta.stderr)
+	}
+}
+
 func TestInitHelp(t *testing.T) {
 	ta := newApp(t, "")
 	if code := ta.run("help", "init"); code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"coderunner init [--] COMMAND", "SIGTERM", "128+N", "PID 1"} {
+	for _, want := range []string{"coderunner init [--writable-cgroup] [--] COMMAND", "SIGTERM", "128+N", "PID 1", "--cgroupns=private"} {
 		if !strings.Contains(ta.stdout.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, ta.stdout)
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/coderunner/coderunner/internal/pid1"
 )
 
@@ -262,5 +264,24 @@ func TestExitStatus(t *testing.T) {
 		if got := pid1.ExitStatus(tc.ws); got != tc.want {
 			t.Errorf("ExitStatus(%#x) = %d, want %d", int(tc.ws), got, tc.want)
 		}
+	}
+}
+
+func TestReadOnlyCgroups(t *testing.T) {
+	const mountinfo = `600 500 0:50 / / ro,relatime - overlay overlay rw
+610 600 0:46 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,mode=755
+611 610 0:29 / /sys/fs/cgroup/cpu ro,nosuid,nodev,noexec,relatime - cgroup cgroup rw,cpu
+612 610 0:31 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,memory
+613 600 0:32 / /mnt/cgroup ro,nosuid - cgroup2 cgroup2 rw
+614 610 0:33 / /sys/fs/cgroup/unified ro,nosuid,nodev - cgroup2 cgroup2 rw
+615 600 0:34 / /sys/fs/cgroupx ro - cgroup cgroup rw,pids
+`
+	got := pid1.ReadOnlyCgroups(mountinfo)
+	want := []pid1.Mount{
+		{Point: "/sys/fs/cgroup/cpu", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RELATIME},
+		{Point: "/sys/fs/cgroup/unified", Flags: unix.MS_NOSUID | unix.MS_NODEV},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ReadOnlyCgroups = %+v, want %+v (only read-only cgroup mounts under /sys/fs/cgroup)", got, want)
 	}
 }
