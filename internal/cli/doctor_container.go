@@ -59,8 +59,8 @@ const (
 	fixUserNS    = "on the host: sysctl -w user.max_user_namespaces=15000"
 	fixAppArmor  = "docker run --security-opt apparmor=unconfined, or an AppArmor profile of your own that allows mount, pivot_root and userns"
 	fixSELinux   = "docker run --security-opt label=type:container_engine_t (container-selinux 2.180 or later), or --security-opt label=disable"
-	fixCgroupV1  = "on cgroup v1 no runtime gives an unprivileged container a writable cgroup: set CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true (deploy/run-container.sh does) and bound the whole executor with docker run --memory and --pids-limit"
-	fixCgroupV2  = "run the container with --cgroupns=private under a runtime that delegates its cgroup read-write (it must own /sys/fs/cgroup); otherwise set CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true and bound the whole executor with --memory and --pids-limit"
+	fixCgroup    = "run the container as root with CAP_SYS_ADMIN and --cgroupns=private, under coderunner init --writable-cgroup (deploy/run-container.sh does); or accept rlimits alone with CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true, bounding the whole executor with docker run --memory and --pids-limit"
+	fixCgroupV2  = fixCgroup + "; on cgroup v2 a runtime that delegates the container's cgroup to it read-write also does"
 	procDetailOK = "not masked: a sandbox can mount a /proc of its own"
 )
 
@@ -224,10 +224,9 @@ func cgroupCheck(mountinfo string) (containerCheck, bool) {
 		return containerCheck{Name: "cgroup", OK: true, Detail: "mounted read-write: each run can have a cgroup of its own"}, true
 	}
 	c := containerCheck{Name: "cgroup", Detail: "mounted read-only: no cgroup per run, so memory, process and CPU limits are per process (rlimits)"}
+	c.Fix = fixCgroup
 	if v2 {
 		c.Fix = fixCgroupV2
-	} else {
-		c.Fix = fixCgroupV1
 	}
 	return c, true
 }

@@ -99,7 +99,7 @@ func TestContainerDockerDefaults(t *testing.T) {
 		"/proc":           "--security-opt systempaths=unconfined",
 		"user namespaces": "--security-opt seccomp=deploy/seccomp.json",
 		"AppArmor":        "--security-opt apparmor=unconfined",
-		"cgroup":          "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true",
+		"cgroup":          "coderunner init --writable-cgroup",
 	} {
 		c := checkNamed(t, rep, name)
 		if c.OK || !strings.Contains(c.Fix, fix) {
