@@ -14,7 +14,6 @@ import (
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
-	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/session"
 )
 
@@ -230,14 +229,6 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 		status, code, field = http.StatusServiceUnavailable, CodeShuttingDown, "session_id"
 	case errors.Is(err, lang.ErrUnknownLanguage):
 		field = "language"
-	case errors.Is(err, sandbox.ErrNoCgroup):
-		// The server's own setup, not the request: the client learns that
-		// runs are refused and why, the log (and doctor) where and what
-		// to change.
-		s.log.Error("run refused: no usable cgroup", "event", "run_refused", "request_id", requestID(r.Context()), "error", err)
-		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable,
-			"this server refuses runs: it has no usable cgroup to hold their memory, process and CPU limits (its operator: see coderunner doctor)")
-		return
 	default:
 		s.log.Error("run failed", "event", "run_failed", "request_id", requestID(r.Context()), "error", err)
 		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
