@@ -31,19 +31,12 @@ var (
 // kernelManager detects this machine's cgroups once for every test.
 func kernelManager(t testing.TB) *Manager {
 	t.Helper()
-	if !delegatedRun() {
+	if !testutil.DelegatedCgroup() {
 		testutil.RequireRoot(t)
 	}
 	kernelOnce.Do(func() { kernelMgr, kernelErr = Detect(Options{Prefix: "coderunner-test"}) })
 	testutil.Require(t, kernelErr == nil, fmt.Sprintf("needs usable cgroups: %v", kernelErr))
 	return kernelMgr
-}
-
-// delegatedRun reports whether this is a rootless run of the suites as a
-// user root delegated a cgroup to (CODERUNNER_TEST_DELEGATED_CGROUP=1, see
-// scripts/test-rootless.sh): the kernel tests run as that user, in it.
-func delegatedRun() bool {
-	return testutil.Rootless() && os.Getenv("CODERUNNER_TEST_DELEGATED_CGROUP") == "1"
 }
 
 func TestMain(m *testing.M) {

@@ -18,17 +18,11 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// RootlessChildEnv, set to "1", makes a backend's test binary write its
-// RootlessReport as JSON on stdout and exit, from TestMain (RootlessMain):
-// TestRootless starts it so as uid 65534 when the tests run as root.
+// RootlessChildEnv is the variable that, set to "1", makes a backend's
+// test binary write its RootlessReport as JSON on stdout and exit, from
+// TestMain (RootlessMain): TestRootless starts it so as uid 65534 when the
+// tests run as root.
 const RootlessChildEnv = "CODERUNNER_TEST_ROOTLESS_CHILD"
-
-// DelegatedCgroupEnv, set to "1" in a rootless run of the suites
-// (testutil.Rootless), says that root delegated a cgroup to the user the
-// tests run as (scripts/test-rootless.sh): the backends must find it and
-// enforce their limits with it. Otherwise an ordinary user is expected to
-// have none.
-const DelegatedCgroupEnv = "CODERUNNER_TEST_DELEGATED_CGROUP"
 
 // Opener builds a backend as the current user, allowed or not to run with
 // rlimits only where no cgroup is usable.
@@ -148,9 +142,9 @@ func closeBackend(b sandbox.Backend) {
 // no usable cgroup a run is refused with sandbox.ErrNoCgroup, naming both
 // ways out, while the probe still finds the backend working; with
 // AllowRlimitsOnly the run goes ahead isolated, its memory held by an
-// rlimit, with a warning. With a delegated cgroup (DelegatedCgroupEnv)
-// runs go ahead without the opt-out and the memory limit is the
-// cgroup's.
+// rlimit, with a warning. With a delegated cgroup
+// (testutil.DelegatedCgroup) runs go ahead without the opt-out and the
+// memory limit is the cgroup's.
 func TestRootless(t *testing.T, open Opener, mounts []sandbox.Mount) {
 	t.Helper()
 	var rep RootlessReport
@@ -159,7 +153,7 @@ func TestRootless(t *testing.T, open Opener, mounts []sandbox.Mount) {
 		rep = rootlessChild(t)
 	} else {
 		rep = Rootless(open, mounts)
-		delegated = testutil.Rootless() && os.Getenv(DelegatedCgroupEnv) == "1"
+		delegated = testutil.DelegatedCgroup()
 		if !testutil.Rootless() {
 			// Outside a rootless run of the suites, whatever this user
 			// has is what is checked.
