@@ -200,7 +200,7 @@ serve_run() {
 	(cd "$WORK/e2e" && as_user "$@" "$WORK/bin/coderunner" serve --addr "127.0.0.1:$PORT" --log-level error) &
 	serve_pid=$!
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 300); do
 		curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
 		kill -0 "$serve_pid" 2>/dev/null || fail "serve exited at start"
 		sleep 0.1
