@@ -94,6 +94,12 @@ type Backend struct {
 	// or IPC object of an earlier one, and its own usage counters, but in
 	// the namespaces an earlier test of the same program used.
 	SandboxPerTest bool `yaml:"sandbox_per_test"`
+	// AllowRlimitsOnly lets the native and bwrap backends run programs
+	// where no cgroup is usable (an ordinary user without a delegated
+	// cgroup), with memory, process and CPU limits enforced per process
+	// by rlimits only, not for the whole process tree; each result then
+	// carries a warning. Without it such runs are refused.
+	AllowRlimitsOnly bool `yaml:"allow_rlimits_only"`
 }
 
 // Docker configures the docker backend: images, pull policy, and how to
