@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -391,16 +390,6 @@ func newReporter(t *testing.T, url string) *controlplane.Reporter {
 	}
 	t.Cleanup(func() { _ = rep.Close() })
 	return rep
-}
-
-// hasAll reports whether list holds every one of want.
-func hasAll(list []string, want ...string) bool {
-	for _, w := range want {
-		if !slices.Contains(list, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // beneath reports whether path is dir or lies under it.
