@@ -1,5 +1,5 @@
 #!/bin/bash
-# drain.sh SECONDS [PORT] — the executor container's preStop hook.
+# drain.sh SECONDS [PORT]: the executor container's preStop hook.
 #
 # Kubernetes runs it when the pod is to stop (scale-down, rollout, node
 # drain, eviction) and sends SIGTERM only once it returns. On SIGTERM the
