@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -44,6 +45,9 @@ const (
 	// stopMargin is the kubelet's and the runtime's time to stop the
 	// container after the executor's shutdown.
 	stopMargin = 10 * time.Second
+	// maxProbeGrace bounds the restart of an executor that fails its
+	// probes.
+	maxProbeGrace = 5 * time.Minute
 )
 
 // check is one invariant of the manifests; it says what is wrong.
@@ -59,6 +63,7 @@ var checks = map[string]check{
 	"environment":    checkEnvironment,
 	"autoscaler":     checkAutoscaler,
 	"selectors":      checkSelectors,
+	"resources":      checkResources,
 	"network policy": checkNetworkPolicy,
 }
 
@@ -169,6 +174,18 @@ func checkProbes(s *set) error {
 			return fmt.Errorf("%s asks port %s, the executor listens on %d", p.name, p.probe.HTTPGet.Port.String(), port)
 		case p.probe.HTTPGet.Scheme != "" && p.probe.HTTPGet.Scheme != corev1.URISchemeHTTP:
 			return fmt.Errorf("%s uses %s; the executor speaks HTTP", p.name, p.probe.HTTPGet.Scheme)
+		}
+	}
+	// A probe that restarts the container has a short grace of its own:
+	// with the pod's, the preStop hook would wait its whole bound on an
+	// executor that does not answer.
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+	}{{"startupProbe", c.StartupProbe}, {"livenessProbe", c.LivenessProbe}} {
+		g := p.probe.TerminationGracePeriodSeconds
+		if g == nil || time.Duration(*g)*time.Second < httpapi.DefaultShutdownGrace+stopMargin || time.Duration(*g)*time.Second > maxProbeGrace {
+			return fmt.Errorf("%s has no terminationGracePeriodSeconds between %v and %v", p.name, httpapi.DefaultShutdownGrace+stopMargin, maxProbeGrace)
 		}
 	}
 	for _, sp := range s.svc.Spec.Ports {
@@ -631,6 +648,69 @@ func checkNetworkPolicy(s *set) error {
 	}
 	if toControlPlane != 1 {
 		return fmt.Errorf("%d egress rules reach the control plane's port %s, want 1", toControlPlane, cpPort)
+	}
+	return nil
+}
+
+// quantity is a resource of a list, or nil.
+func quantity(l corev1.ResourceList, name corev1.ResourceName) *resource.Quantity {
+	q, ok := l[name]
+	if !ok {
+		return nil
+	}
+	return &q
+}
+
+// checkResources: requests and limits for CPU, memory and ephemeral
+// storage; a fixed number of slots whose worst case fits in the memory
+// limit; volumes that fit in the storage limit, the results' volume
+// holding the whole spool.
+func checkResources(s *set) error {
+	c, err := s.container()
+	if err != nil {
+		return err
+	}
+	r := c.Resources
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		req, lim := quantity(r.Requests, name), quantity(r.Limits, name)
+		if req == nil || lim == nil || req.Sign() <= 0 || req.Cmp(*lim) > 0 {
+			return fmt.Errorf("%s: want a request no larger than a limit", name)
+		}
+	}
+	cfg, err := s.config()
+	if err != nil {
+		return err
+	}
+	slots := cfg.Server.MaxConcurrent
+	if slots == 0 {
+		return errors.New("server.max_concurrent is 0, which means the node's CPU count, not the pod's: set it")
+	}
+	l, b := cfg.Limits, cfg.Backend
+	perSlot := int64(max(l.MemoryMB, l.Run.MemoryMB, l.Compile.MemoryMB)+b.WorkspaceSizeMB+b.TmpSizeMB) << 20
+	if need, lim := int64(slots)*perSlot, quantity(r.Limits, corev1.ResourceMemory); lim.Value() < need {
+		return fmt.Errorf("memory limit %v is below %d slots of %d MiB (memory, /workspace, /tmp)", lim, slots, perSlot>>20)
+	}
+	var dirs resource.Quantity
+	for _, v := range s.dep.Spec.Template.Spec.Volumes {
+		if v.EmptyDir == nil || v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			continue
+		}
+		if v.EmptyDir.SizeLimit == nil {
+			return fmt.Errorf("emptyDir %s has no sizeLimit", v.Name)
+		}
+		dirs.Add(*v.EmptyDir.SizeLimit)
+		mount := ""
+		for _, m := range c.VolumeMounts {
+			if m.Name == v.Name {
+				mount = m.MountPath
+			}
+		}
+		if beneath(cfg.ControlPlane.ResultsDir, mount) && v.EmptyDir.SizeLimit.Value() < int64(cfg.ControlPlane.MaxSpoolMB)<<20 {
+			return fmt.Errorf("the results' volume (%v) is smaller than control_plane.max_spool_mb (%d MiB)", v.EmptyDir.SizeLimit, cfg.ControlPlane.MaxSpoolMB)
+		}
+	}
+	if lim := quantity(r.Limits, corev1.ResourceEphemeralStorage); lim.Cmp(dirs) < 0 {
+		return fmt.Errorf("ephemeral-storage limit %v is below the emptyDirs' %v", lim, &dirs)
 	}
 	return nil
 }

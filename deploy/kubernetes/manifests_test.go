@@ -109,6 +109,13 @@ var mutations = []mutation{
 	{"executor listens elsewhere", "probes", func(t *testing.T, s *set) { editConfig(t, s, `addr: ":8080"`, `addr: ":9000"`) }},
 	{"service targets another port", "probes", func(_ *testing.T, s *set) { s.svc.Spec.Ports[0].TargetPort = intstr.FromInt32(80) }},
 
+	{"liveness restart waits for the drain", "probes", func(t *testing.T, s *set) {
+		executor(t, s).LivenessProbe.TerminationGracePeriodSeconds = nil
+	}},
+	{"startup restart waits an hour", "probes", func(t *testing.T, s *set) {
+		executor(t, s).StartupProbe.TerminationGracePeriodSeconds = ptr[int64](3680)
+	}},
+
 	// grace
 	{"grace period of an hour", "grace", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr[int64](3600) }},
 	{"no grace period", "grace", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.TerminationGracePeriodSeconds = nil }},
@@ -257,6 +264,33 @@ var mutations = []mutation{
 		s.pdb.Spec.MinAvailable = ptr(intstr.FromInt32(2))
 	}},
 	{"budget of zero unavailable", "selectors", func(_ *testing.T, s *set) { s.pdb.Spec.MaxUnavailable = ptr(intstr.FromInt32(0)) }},
+
+	// resources
+	{"no memory limit", "resources", func(t *testing.T, s *set) { delete(executor(t, s).Resources.Limits, corev1.ResourceMemory) }},
+	{"no CPU request", "resources", func(t *testing.T, s *set) { delete(executor(t, s).Resources.Requests, corev1.ResourceCPU) }},
+	{"request above limit", "resources", func(t *testing.T, s *set) {
+		executor(t, s).Resources.Requests[corev1.ResourceMemory] = resource.MustParse("8Gi")
+	}},
+	{"slots from the node's CPU count", "resources", func(t *testing.T, s *set) { editConfig(t, s, "  max_concurrent: 4\n", "") }},
+	{"more slots than memory", "resources", func(t *testing.T, s *set) {
+		editConfig(t, s, "  max_concurrent: 4\n", "  max_concurrent: 16\n")
+	}},
+	{"larger workspaces than memory", "resources", func(t *testing.T, s *set) {
+		editConfig(t, s, "  name: auto\n", "  name: auto\n  workspace_size_mb: 2048\n")
+	}},
+	{"spool larger than its volume", "resources", func(t *testing.T, s *set) {
+		editConfig(t, s, "control_plane:\n", "control_plane:\n  max_spool_mb: 1024\n")
+	}},
+	{"emptyDirs beyond the storage limit", "resources", func(t *testing.T, s *set) {
+		executor(t, s).Resources.Limits[corev1.ResourceEphemeralStorage] = resource.MustParse("4Gi")
+	}},
+	{"emptyDir without a size", "resources", func(_ *testing.T, s *set) {
+		for i := range s.dep.Spec.Template.Spec.Volumes {
+			if v := &s.dep.Spec.Template.Spec.Volumes[i]; v.EmptyDir != nil {
+				v.EmptyDir.SizeLimit = nil
+			}
+		}
+	}},
 
 	// network policy
 	{"egress not restricted", "network policy", func(_ *testing.T, s *set) {
