@@ -134,6 +134,16 @@ func postExecute(t *testing.T, base, id string) {
 	}()
 }
 
+// started waits for an execution to start.
+func started(t *testing.T, h *holdExecutor) {
+	t.Helper()
+	select {
+	case <-h.started:
+	case <-time.After(safetyBound):
+		t.Fatal("the execution did not start")
+	}
+}
+
 // TestDrainWaitsForExecutionsAndResults runs the preStop hook against the
 // real HTTP service: it waits while an execution runs, then while its
 // result has not reached the control plane, and ends once both are done.
@@ -161,11 +171,7 @@ func TestDrainWaitsForExecutionsAndResults(t *testing.T) {
 	t.Cleanup(release)
 
 	postExecute(t, ts.URL, "e1")
-	select {
-	case <-h.started:
-	case <-time.After(safetyBound):
-		t.Fatal("the execution did not start")
-	}
+	started(t, h)
 	d := startDrain(t, "600", portOf(t, ts.URL))
 	// Two idle answers in a row end the hook: a third poll shows it
 	// waited.
@@ -195,7 +201,7 @@ func TestDrainStopsAtItsBound(t *testing.T) {
 	// Before ts.Close, which waits for the execution.
 	defer close(h.release)
 	postExecute(t, ts.URL, "e1")
-	<-h.started
+	started(t, h)
 	d := startDrain(t, "1", portOf(t, ts.URL))
 	if status := d.wait(t); status != 1 {
 		t.Fatalf("status %d, want 1:\n%s", status, d.out.String())
