@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -483,6 +484,14 @@ func checkEnvironment(s *set) error {
 			return fmt.Errorf("%s is not the pod's %s from the downward API", name, field[0])
 		}
 	}
+	if e := env(c, "CODERUNNER_CONFIG"); e == nil || e.ValueFrom != nil {
+		return errors.New("CODERUNNER_CONFIG does not name the mounted config.yaml")
+	} else if err := s.mountedFile(c, e.Value, "config.yaml"); err != nil {
+		return fmt.Errorf("CODERUNNER_CONFIG: %w", err)
+	}
+	if err := s.checkVariablesRead(c); err != nil {
+		return err
+	}
 	cfg, err := s.config()
 	if err != nil {
 		return err
@@ -711,6 +720,37 @@ func checkResources(s *set) error {
 	}
 	if lim := quantity(r.Limits, corev1.ResourceEphemeralStorage); lim.Cmp(dirs) < 0 {
 		return fmt.Errorf("ephemeral-storage limit %v is below the emptyDirs' %v", lim, &dirs)
+	}
+	return nil
+}
+
+// probeValues are values of every type of the configuration; a variable
+// the configuration reads changes it, or is refused, with one of them.
+var probeValues = []string{"true", "false", "1", "2", "7s", "probe-value"}
+
+// checkVariablesRead: every CODERUNNER_ variable of the container is one
+// the executor reads. A misspelt one would be ignored without a word.
+func (s *set) checkVariablesRead(c *corev1.Container) error {
+	base, err := s.config()
+	if err != nil {
+		return err
+	}
+	for _, e := range c.Env {
+		// CODERUNNER_CONFIG is read by the command line, not the loader.
+		if !strings.HasPrefix(e.Name, "CODERUNNER_") || e.Name == "CODERUNNER_CONFIG" {
+			continue
+		}
+		read := false
+		for _, v := range probeValues {
+			cfg, err := s.configWith(map[string]string{e.Name: v})
+			if err != nil || !reflect.DeepEqual(cfg, base) {
+				read = true
+				break
+			}
+		}
+		if !read {
+			return fmt.Errorf("%s is not a variable the executor reads", e.Name)
+		}
 	}
 	return nil
 }

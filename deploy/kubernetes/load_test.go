@@ -287,7 +287,10 @@ var fieldValues = map[string]string{
 // config loads config.yaml as the executor in the pod does: with the
 // container's environment (the Secret example's values for the tokens,
 // stand-ins for the downward API's).
-func (s *set) config() (*config.Config, error) {
+func (s *set) config() (*config.Config, error) { return s.configWith(nil) }
+
+// configWith is config with some variables set otherwise.
+func (s *set) configWith(override map[string]string) (*config.Config, error) {
 	c, err := s.container()
 	if err != nil {
 		return nil, err
@@ -299,6 +302,9 @@ func (s *set) config() (*config.Config, error) {
 			return nil, err
 		}
 		vars[e.Name] = v
+	}
+	for k, v := range override {
+		vars[k] = v
 	}
 	dir, err := os.MkdirTemp("", "coderunner-k8s-")
 	if err != nil {

@@ -231,6 +231,16 @@ var mutations = []mutation{
 	{"work dir on the root file system", "environment", func(t *testing.T, s *set) {
 		editConfig(t, s, "work_dir: /tmp/coderunner", "work_dir: /var/lib/coderunner/work")
 	}},
+	{"misspelt opt-out", "environment", func(t *testing.T, s *set) {
+		env(executor(t, s), "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY").Name = "CODERUNNER_BACKEND_ALLOW_RLIMIT_ONLY"
+	}},
+	{"misspelt setting", "environment", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Env = append(c.Env, corev1.EnvVar{Name: "CODERUNNER_SERVER_MAX_CONCURENT", Value: "8"})
+	}},
+	{"config elsewhere", "environment", func(t *testing.T, s *set) {
+		setEnv(t, s, corev1.EnvVar{Name: "CODERUNNER_CONFIG", Value: "/etc/coderunner.yaml"})
+	}},
 	{"no control plane", "environment", func(t *testing.T, s *set) {
 		editConfig(t, s, `  url: "https://control-plane.control-plane.svc:8443"`, `  url: ""`)
 	}},
