@@ -48,7 +48,9 @@ type Server struct {
 	MaxBodyMB int `yaml:"max_body_mb"`
 	// ReadHeaderTimeout bounds the reading of request headers.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ShutdownTimeout bounds the draining of running executions.
+	// ShutdownTimeout is the time from SIGTERM (or the end of serve) to
+	// the exited callback and the exit: running executions are stopped
+	// and reported crashed, and their results delivered, within it.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
@@ -261,7 +263,7 @@ func Default() *Config {
 			ReadTimeout:       Duration(60 * time.Second),
 			WriteTimeout:      Duration(60 * time.Second),
 			IdleTimeout:       Duration(120 * time.Second),
-			ShutdownTimeout:   Duration(30 * time.Second),
+			ShutdownTimeout:   Duration(2 * time.Second),
 			LogLevel:          "info",
 		},
 		Backend: Backend{
