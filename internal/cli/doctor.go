@@ -84,7 +84,8 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 	for _, b := range rep.Backends {
 		switch {
 		case b.Available && b.RunsRefused != "":
-			fmt.Fprintf(w, "  %s: available, but every run is refused: %s\n", b.Name, b.RunsRefused)
+			// The reason and the fixes are in the checks and warnings below.
+			fmt.Fprintf(w, "  %s: available, but every run is refused (see below)\n", b.Name)
 		case b.Available:
 			fmt.Fprintf(w, "  %s: available\n", b.Name)
 		default:
