@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-cgroup2 lint bench fuzz deps images image test-image clean
+.PHONY: build run test test-cgroup2 test-rootless lint bench fuzz deps images image test-image clean
 
 build: ## build bin/coderunner
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
@@ -21,6 +21,9 @@ test: ## vet and the whole test suite with the race detector (as root the privil
 
 test-cgroup2: ## the native and bwrap test binaries as root in a QEMU guest that mounts cgroup v2 only
 	scripts/test-cgroup2.sh
+
+test-rootless: ## as root: the suites and the binary as an ordinary user, without and with a delegated cgroup
+	scripts/test-rootless.sh
 
 lint: $(LINT) ## golangci-lint with the project's configuration, and the C layout (clang-format)
 	$(LINT) run ./...

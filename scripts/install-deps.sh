@@ -10,6 +10,9 @@ command -v g++ >/dev/null || need+=(g++)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# scripts/test-rootless.sh drives serve with curl and finds it with pgrep.
+command -v curl >/dev/null || need+=(curl)
+command -v pgrep >/dev/null || need+=(procps)
 # make lint checks the sandbox init's C layout.
 command -v clang-format >/dev/null || need+=(clang-format)
 if ((${#need[@]})); then

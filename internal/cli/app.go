@@ -157,6 +157,9 @@ type common struct {
 	config   string
 	logLevel string
 	json     bool
+	// allowRlimitsOnly is --allow-rlimits-only, over the configuration's
+	// backend.allow_rlimits_only when given.
+	allowRlimitsOnly bool
 	// source is where setup found the configuration.
 	source config.Source
 	// usage prints the command's help. The FlagSet's own Usage is a no-op
@@ -174,6 +177,8 @@ func (a *App) flagSet(name, args, about string, withBackend bool) (*flag.FlagSet
 	if withBackend {
 		fs.StringVar(&c.backend, "backend", backend.Auto,
 			"sandbox backend `NAME`: auto, native, bwrap or docker; auto takes the first that works here, in that order (the configuration's backend.name may change the default)")
+		fs.BoolVar(&c.allowRlimitsOnly, "allow-rlimits-only", false,
+			"where no cgroup is usable (an ordinary user without a delegated cgroup), run programs anyway with memory, process and CPU limits enforced per process by rlimits only, not for the whole process tree, with a warning; without it such runs are refused (configuration: backend.allow_rlimits_only, environment: CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY)")
 	}
 	fs.StringVar(&c.config, "config", "", "YAML configuration `FILE` (default: $"+config.EnvConfig+", else $XDG_CONFIG_HOME/coderunner/config.yaml (~/.config when unset), else "+config.SystemDir+"/config.yaml: the first that exists; the images scripts/build-images.sh recorded in "+config.SystemDir+"/"+config.ImagesFile+" lie beneath it); CODERUNNER_* environment variables override it")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "log `LEVEL`: debug, info, warn or error (JSON lines on stderr)")
@@ -250,6 +255,9 @@ func (a *App) setup(fs *flag.FlagSet, c *common) (*config.Config, *slog.Logger, 
 	c.source = src
 	if fs.Lookup("backend") != nil && !isSet(fs, "backend") {
 		c.backend = cfg.Backend.Name
+	}
+	if isSet(fs, "allow-rlimits-only") {
+		cfg.Backend.AllowRlimitsOnly = c.allowRlimitsOnly
 	}
 	if c.backend != "" && c.backend != backend.Auto &&
 		!slices.Contains(backend.Preference, c.backend) && !slices.Contains(a.Registry.Names(), c.backend) {
