@@ -14,9 +14,11 @@
 # debootstrap (for a cold build) and a Docker engine, which it starts with
 # scripts/start-dockerd.sh when none answers.
 #
-# About 35 s on a machine whose engine holds the root already (the static
-# build of coderunner is most of it); cold, the debootstrap of
-# scripts/build-images.sh adds a few minutes, once per machine.
+# Measured on a 2-core machine: about 5 s when the engine holds the root and
+# Go's build cache is warm (the static build of coderunner is most of it,
+# 40 s with a cold cache); about 4 minutes the first time on a machine,
+# where scripts/build-images.sh debootstraps the root (about 130 s) and
+# imports it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
