@@ -221,8 +221,9 @@ pass "network: user code cannot reach $gw:$CP_PORT, which the executor reaches (
 
 # --- no orphan left a zombie: whatever a sandbox leaves when it ends comes
 # to PID 1, the init, which must reap it (at once; 10 s is a bound, not a
-# measure). Zombies of other parents are listed: a judge's kept sandbox
-# holds its last run's init until its next run or its end.
+# measure). Zombies of other parents are listed, not judged: after a judge
+# the sandbox it keeps for its next test was seen holding one exited child
+# of its own init, which is the native backend's to reap.
 zombies() {
 	docker exec "$name" sh -c 'for s in /proc/[0-9]*/status; do
 		grep -q "^State:[[:space:]]*Z" "$s" 2>/dev/null || continue
