@@ -8,8 +8,8 @@
 #             with run-container.sh's settings (and its unprivileged ones),
 #             native and bwrap work, with a cgroup per run
 #   run       `coderunner run` on each backend, in both settings
-#   PID 1     coderunner init is PID 1; a coderunner started as PID 1
-#             without it runs under it anyway
+#   PID 1     coderunner init is PID 1; a serve started as PID 1 without it
+#             runs under it anyway
 #   ready     the ready callback reaches the control plane
 #   /execute  a handler(event) run, its return value, and its result callback
 #   /v1/run   every language of the table, a timeout, a memory limit
@@ -121,11 +121,20 @@ $out"
 done
 pass "doctor and run with run-container.sh's settings, and its unprivileged ones: native and bwrap work"
 
-# --- PID 1 without init
-out="$(docker run --rm --entrypoint /usr/local/bin/coderunner "$image" version 2>&1)" ||
-	fail "coderunner version as PID 1 exited $?: $out"
-grep -q '^coderunner ' <<<"$out" || fail "coderunner version as PID 1 printed: $out"
-pass "a coderunner started as PID 1 runs its command under the init"
+# --- PID 1 without init: serve started as PID 1 runs itself again under
+# the init, so PID 1 has one child, serve, and docker stop ends in 143.
+CODERUNNER_CONTAINER_UNPRIVILEGED=1 deploy/run-container.sh -d --name "$name" \
+	--entrypoint /usr/local/bin/coderunner -e CODERUNNER_API_TOKEN="$token" -- serve --addr 0.0.0.0:8080 >/dev/null
+wait_for 30 docker exec "$name" sh -c 'grep -q "^PPid:[[:space:]]*1$" /proc/[0-9]*/status' ||
+	fail "serve as PID 1 started no child"
+children="$(docker exec "$name" sh -c 'for s in /proc/[0-9]*/status; do
+	grep -q "^PPid:[[:space:]]*1$" "$s" && tr "\0" " " <"${s%/status}/cmdline" && echo; done; true')"
+[ "$(grep -c ' serve ' <<<"$children")" = 1 ] || fail "PID 1's children: $children"
+docker stop -t 20 "$name" >/dev/null
+status="$(docker inspect --format '{{.State.ExitCode}}' "$name")"
+docker rm -f "$name" >/dev/null
+[ "$status" = 143 ] || fail "serve as PID 1: exit $status after docker stop, want 143"
+pass "serve started as PID 1 runs under the init (its child: $children), exit 143 on docker stop"
 
 # --- the control plane stand-in, on the bridge's address
 gw="$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Gateway}}')"
