@@ -16,6 +16,8 @@
 #             (memory_exceeded), network isolation (user code cannot reach
 #             the control plane the executor reaches)
 #   /v1/judge a C solution judged on two tests
+#   cgroup    user code sees no /sys: the cgroup the init made writable is
+#             the executor's alone
 #   zombies   none in the container after the runs
 #   SIGTERM   with an execution running, `docker stop`: the execution is
 #             reported crashed, the exited callback says 143 and sigterm,
@@ -227,6 +229,11 @@ res="$(post /v1/run "$(/usr/bin/python3 -c 'import json,sys; print(json.dumps({"
 out="$(field "$res" stdout)"
 grep -q '^refused:' <<<"$out" && ! grep -q connected <<<"$out" || fail "user code reached the control plane at $gw:$CP_PORT: $res"
 pass "network: user code cannot reach $gw:$CP_PORT, which the executor reaches ($out)"
+
+# --- the cgroup the init made writable is the executor's, not user code's
+res="$(post /v1/run '{"language":"python","code":"import os\nprint(os.path.exists(\"/sys/fs/cgroup\"), os.path.exists(\"/sys\"))\n"}')"
+[ "$(field "$res" stdout)" = "False False" ] || fail "user code sees the cgroup file system: $res"
+pass "user code sees no /sys, so no cgroup file system"
 
 # --- no orphan left a zombie: whatever a sandbox leaves when it ends comes
 # to PID 1, the init, which must reap it (at once; 10 s is a bound, not a
