@@ -32,8 +32,9 @@
 #                     so the read-write remount reaches nothing above it
 #   no-new-privileges nothing in the container gains privileges on exec
 #   seccomp=deploy/seccomp.json  Docker's default profile, plus unshare, clone
-#                     with namespace flags, mount, pivot_root and the new mount
-#                     API, which the default allows only with CAP_SYS_ADMIN
+#                     with namespace flags, mount, umount2, pivot_root,
+#                     open_tree, move_mount, mount_setattr and sethostname,
+#                     which the default allows only with CAP_SYS_ADMIN
 #                     (the sandboxes' own filter is stricter still)
 #   systempaths=unconfined  /proc without Docker's masks: the kernel lets a new
 #                     PID namespace mount its own /proc only where no part of

@@ -70,7 +70,7 @@ func TestEverythingElseIsDockersDefault(t *testing.T) {
 	if p.DefaultAction != specs.ActErrno || p.DefaultAction != d.DefaultAction {
 		t.Fatalf("default action %s, want Docker's %s", p.DefaultAction, d.DefaultAction)
 	}
-	for _, call := range []string{"bpf", "perf_event_open", "quotactl", "syslog", "kexec_load", "init_module", "keyctl", "add_key", "ptrace", "userfaultfd"} {
+	for _, call := range []string{"bpf", "perf_event_open", "quotactl", "syslog", "kexec_load", "init_module", "keyctl", "add_key", "ptrace", "userfaultfd", "chroot", "setns", "fsopen", "setdomainname"} {
 		got, _ := json.Marshal(rules(p, call))
 		want, _ := json.Marshal(withoutSandboxCalls(rules(d, call)))
 		if !bytes.Equal(got, want) {
