@@ -57,13 +57,22 @@ func profile() *seccomp.Seccomp {
 	return p
 }
 
-func main() {
+// render is the profile as deploy/seccomp.json holds it.
+func render() ([]byte, error) {
 	b, err := json.MarshalIndent(profile(), "", "\t")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func main() {
+	b, err := render()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "containerseccomp:", err)
 		os.Exit(1)
 	}
-	if _, err := os.Stdout.Write(append(b, '\n')); err != nil {
+	if _, err := os.Stdout.Write(b); err != nil {
 		fmt.Fprintln(os.Stderr, "containerseccomp:", err)
 		os.Exit(1)
 	}
