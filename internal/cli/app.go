@@ -45,7 +45,8 @@ type App struct {
 }
 
 // Main runs the command line on the process's own streams and returns the
-// exit status.
+// exit status. Started as PID 1 (a container's first process), it runs the
+// command line again as the child of an init (coderunner init).
 func Main(ctx context.Context, args []string, version, commit string) int {
 	a := &App{
 		Stdin:     os.Stdin,
@@ -54,6 +55,9 @@ func Main(ctx context.Context, args []string, version, commit string) int {
 		LookupEnv: os.LookupEnv,
 		Version:   version,
 		Commit:    commit,
+	}
+	if os.Getpid() == 1 && (len(args) == 0 || args[0] != "init") {
+		return a.asInit(args)
 	}
 	return a.Run(ctx, args)
 }
@@ -77,6 +81,7 @@ func init() {
 		{"langs", "list the languages and whether their toolchains are available", (*App).langsCmd},
 		{"version", "print the version and commit", (*App).versionCmd},
 		{"mcp", "serve the MCP tools execute_code, judge_code and list_languages over stdio", (*App).mcpCmd},
+		{"init", "run a command as a container's init: forward signals, reap orphans", (*App).initCmd},
 	}
 }
 

@@ -33,12 +33,20 @@ type doctorReport struct {
 	Config    config.Source `json:"config"`
 	Backends  []backendInfo `json:"backends"`
 	Languages []langInfo    `json:"languages"`
+	// Container is what the container doctor runs in withheld; absent
+	// outside a container.
+	Container *containerReport `json:"container,omitempty"`
 }
 
 const doctorAbout = `Show what works on this machine: the configuration file loaded (and how it was
 found), every sandbox backend's probe (namespaces, cgroup version and
 controllers, seccomp, ...), which one --backend auto takes, and each
-language's toolchain and version. Exits 1 when no backend works here.`
+language's toolchain and version. Exits 1 when no backend works here.
+
+In a container it also says what the runtime withheld that the sandboxes
+need (a masked /proc, a seccomp profile or AppArmor profile that blocks
+namespaces or mounts, user namespaces, a writable cgroup), with the docker
+run setting that gives each back.`
 
 func (a *App) doctorCmd(ctx context.Context, args []string) int {
 	fs, c := a.flagSet("doctor", "", doctorAbout, false)
@@ -67,6 +75,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 		}
 	}
 	rep.Languages = discoverAll(ctx, t)
+	rep.Container = probeContainer(hostContainerEnv)
 
 	status := ExitOK
 	if rep.Auto == "" {
@@ -102,6 +111,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 			fmt.Fprintf(w, "    warning: %s\n", warn)
 		}
 	}
+	writeContainer(w, rep.Container)
 	if rep.Auto != "" {
 		fmt.Fprintf(w, "--backend auto uses: %s\n", rep.Auto)
 	} else {
