@@ -284,11 +284,12 @@ func NewKept(parent, prefix string, size int64, inodes int) (*Dir, error) {
 	if Supported() {
 		return New(parent, prefix, size, inodes)
 	}
-	return newKept(parent, prefix, size, inodes)
+	return InKeeper(parent, prefix, size, inodes)
 }
 
-// newKept makes a workspace the keeper holds, as root too (the tests).
-func newKept(parent, prefix string, size int64, inodes int) (*Dir, error) {
+// InKeeper makes a workspace the keeper holds, whoever this process runs
+// as (NewKept does so only without root; the tests, as root too).
+func InKeeper(parent, prefix string, size int64, inodes int) (*Dir, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("workspace size %d must be positive", size)
 	}

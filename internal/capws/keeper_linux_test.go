@@ -19,7 +19,7 @@ import (
 // works the same for any user allowed to create user namespaces.
 func newKeptDir(t *testing.T, size int64, inodes int) *Dir {
 	t.Helper()
-	d, err := newKept(t.TempDir(), "kept-", size, inodes)
+	d, err := InKeeper(t.TempDir(), "kept-", size, inodes)
 	testutil.Require(t, !errors.Is(err, ErrUnsupported), "user namespaces are not allowed here")
 	if err != nil {
 		t.Fatal(err)
