@@ -290,29 +290,42 @@ func NewKept(parent, prefix string, size int64, inodes int) (*Dir, error) {
 // InKeeper makes a workspace the keeper holds, whoever this process runs
 // as (NewKept does so only without root; the tests, as root too).
 func InKeeper(parent, prefix string, size int64, inodes int) (*Dir, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-") //nolint:forbidigo // parent is the host's work directory, not a sandbox's
+	if err != nil {
+		return nil, fmt.Errorf("unable to create the workspace: %w", err)
+	}
+	d, err := MountKept(dir, size, inodes)
+	if err != nil {
+		_ = os.Remove(dir) //nolint:forbidigo // the directory just made, before any mount or sandbox
+		return nil, err
+	}
+	return d, nil
+}
+
+// MountKept has the keeper mount a tmpfs of at most size bytes and inodes
+// files (MaxInodes when zero) on the existing, empty directory dir, in
+// the keeper's mount namespace only, and returns the workspace, whose
+// Path reaches it. Remove unmounts it and removes dir. Where user
+// namespaces are not allowed the error wraps ErrUnsupported.
+func MountKept(dir string, size int64, inodes int) (*Dir, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("workspace size %d must be positive", size)
 	}
 	if inodes <= 0 {
 		inodes = MaxInodes
 	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("unable to mount the workspace: %w", err)
+	}
 	k, err := startKeeper()
 	if err != nil {
 		return nil, err
 	}
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	parent, err = filepath.Abs(parent)
-	if err != nil {
-		return nil, fmt.Errorf("unable to create the workspace: %w", err)
-	}
-	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-") //nolint:forbidigo // parent is the host's work directory, not a sandbox's
-	if err != nil {
-		return nil, fmt.Errorf("unable to create the workspace: %w", err)
-	}
 	if _, err := k.call(opMount, strconv.FormatInt(size, 10), strconv.Itoa(inodes), dir); err != nil {
-		_ = os.Remove(dir) //nolint:forbidigo // the directory just made, before any mount or sandbox
 		return nil, fmt.Errorf("%w: the workspace keeper could not mount a size-capped tmpfs on %s: %w", ErrUnsupported, dir, err)
 	}
 	d := &Dir{Path: "/proc/" + strconv.Itoa(k.pid) + "/root" + dir, host: dir, keeper: k}
