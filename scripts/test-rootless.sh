@@ -29,7 +29,9 @@
 # its workspace cap (ENOSPC), judge of a two-test C++ problem, C over
 # /v1/run and execute_code (and Go over /v1/run once a cgroup is
 # delegated: rlimits alone hold the Go compiler's address space too
-# tight), with no workspace directory left behind.
+# tight), a session of serve (its file kept between calls, its cap
+# held), with no workspace directory left behind. run --session stays
+# refused: its workspace must outlive the command.
 #
 #   pass 1, no delegated cgroup: every run is refused (exit 125, naming
 #     both ways out) until --allow-rlimits-only or
@@ -226,8 +228,8 @@ expect() {
 }
 
 # serve_run [NAME=VALUE...] starts serve as the user, POSTs a program to
-# /v1/run (RUN_BODY, by default Python) and prints the answer's status
-# and body; serve is stopped.
+# /v1/run (RUN_BODY, by default Python; then RUN_BODY2, if set, to the
+# same server) and prints the answers' status and body; serve is stopped.
 serve_run() {
 	local body='{"language": "python", "code": "print(6 * 7)"}'
 	[ -z "${RUN_BODY:-}" ] || body=$RUN_BODY
@@ -241,6 +243,10 @@ serve_run() {
 	done
 	curl -sS -w '\nHTTP %{http_code}\n' -H 'Content-Type: application/json' \
 		-d "$body" "http://127.0.0.1:$PORT/v1/run" || true
+	if [ -n "${RUN_BODY2:-}" ]; then
+		curl -sS -w '\nHTTP %{http_code}\n' -H 'Content-Type: application/json' \
+			-d "$RUN_BODY2" "http://127.0.0.1:$PORT/v1/run" || true
+	fi
 	# serve is the child of runuser, the child of our subshell: it drains
 	# on SIGTERM and exits, and runuser and the subshell with it.
 	local ru pid
@@ -304,9 +310,16 @@ e2e_compiled() {
 	fi
 	out=$(MCP_ARGS="{$C42}" mcp_call "$@")
 	expect "$pass: mcp, C" '42\\n' "$out"
+	# A session of serve: its file outlives the call, its workspace is
+	# capped (16 MB here) by the kernel.
+	out=$(RUN_BODY='{"language": "python", "session_id": "s1", "code": "open(\"/workspace/keep.txt\", \"w\").write(\"kept-42\")\ntry:\n    open(\"/workspace/big\", \"wb\").write(bytes(32 << 20))\nexcept OSError as e:\n    print(e.strerror)"}' \
+		RUN_BODY2='{"language": "python", "session_id": "s1", "code": "print(open(\"/workspace/keep.txt\").read())"}' \
+		serve_run "$@" CODERUNNER_BACKEND_WORKSPACE_SIZE_MB=16)
+	expect "$pass: serve, a session past its cap" "No space left on device" "$out"
+	expect "$pass: serve, a session's file kept" '"stdout":"kept-42\n"' "$out"
 	left=$(find /tmp -maxdepth 1 -user "$USER_NAME" -name 'coderunner-run-*' 2>/dev/null)
 	[ -z "$left" ] || fail "$pass: workspaces left behind: $left"
-	say "$pass: C, C++ and judge as $USER_NAME: compiled, run, the workspace capped"
+	say "$pass: C, C++, judge and a session of serve as $USER_NAME: compiled, run, the workspace capped"
 }
 
 e2e_refused() {
