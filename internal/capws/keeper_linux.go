@@ -66,7 +66,8 @@ func keep(fd int) int {
 		var answer []byte
 		tree, err := serve(buf[:n])
 		if err != nil {
-			answer = []byte(err.Error())
+			// Never empty: an empty answer would read as success.
+			answer = []byte("failed: " + err.Error())
 		}
 		if tree >= 0 {
 			rights = unix.UnixRights(tree)
