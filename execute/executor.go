@@ -105,12 +105,11 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	if e.tempDir == "" {
 		e.tempDir = os.TempDir()
 	}
-	if capws.Supported() {
-		// The workspaces of runs whose process was killed still hold
-		// their memory.
-		if n := capws.Sweep(e.tempDir, workspacePrefix); n > 0 {
-			e.log.Info("removed workspaces of processes that died", "count", n)
-		}
+	// The workspaces of runs whose process was killed still hold their
+	// memory (as root) or their directory (without root, a keeper's
+	// mount went with it).
+	if n := capws.Sweep(e.tempDir, workspacePrefix); n > 0 {
+		e.log.Info("removed workspaces of processes that died", "count", n)
 	}
 	if e.sampleInterval == 0 {
 		e.sampleInterval = DefaultSampleInterval
@@ -264,13 +263,17 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 
 // workspace makes the host workspace of a run without one of its own: a
 // tmpfs capped at the workspace size, so that the program cannot fill the
-// host's disk through it. Where no tmpfs can be mounted (not root), an
-// interpreted program runs in the sandbox's private workspace, which the
-// backend caps in the sandbox's own namespaces (nil, nil: its files are
-// not listed as artifacts); a compiled one is refused, since its compile
-// step must hand the program over in a host directory.
+// host's disk through it. Without root an interpreted program runs in the
+// sandbox's private workspace, which the backend caps in the sandbox's own
+// namespaces (nil, nil: its files are not listed as artifacts); a compiled
+// one, whose compile step hands the program over in the workspace, gets a
+// tmpfs the workspace keeper mounts in a user namespace of its own
+// (capws.NewKept), and is refused where even that cannot be mounted.
 func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 	size := min(e.runWorkspaceSize(), e.compileLimits.WorkspaceSize)
+	if !capws.Supported() && !l.Compiled {
+		return nil, nil
+	}
 	d, err := newWorkspace(e.tempDir, workspacePrefix, size, 0)
 	switch {
 	case err == nil:
@@ -278,7 +281,7 @@ func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 	case errors.Is(err, capws.ErrUnsupported) && !l.Compiled:
 		return nil, nil
 	case errors.Is(err, capws.ErrUnsupported):
-		return nil, fmt.Errorf("%w: %s is compiled in a host workspace, which must be size-capped: %w; run as root, or use an interpreted language", sandbox.ErrUnavailable, l.ID, err)
+		return nil, fmt.Errorf("%w: %s is compiled in a host workspace, which must be size-capped: %w; run as root, allow user namespaces, or use an interpreted language", sandbox.ErrUnavailable, l.ID, err)
 	}
 	return nil, err
 }
@@ -287,8 +290,8 @@ func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 const workspacePrefix = "coderunner-run-"
 
 // newWorkspace makes a capped host workspace; tests replace it to play a
-// process without root.
-var newWorkspace = capws.New
+// process that cannot mount one.
+var newWorkspace = capws.NewKept
 
 // runWorkspaceSize is the workspace cap of a run.
 func (e *Executor) runWorkspaceSize() int64 {

@@ -164,13 +164,15 @@ func usesBinary(l *lang.Language) bool {
 
 // workspace makes a compile workspace in the cache's tmp directory: a
 // tmpfs capped at size bytes, so that a compiler (or a program that makes
-// it write without end) cannot fill the host's disk. Without root no tmpfs
-// can be mounted, and the compile step is refused with an error that says
-// so: its output must come back through a host directory.
+// it write without end) cannot fill the host's disk. Without root the
+// workspace keeper mounts it in a user namespace of its own
+// (capws.NewKept); where even that is not allowed the compile step is
+// refused with an error that says so: its output must come back through
+// a host directory.
 func (r *Runner) workspace(prefix string, size int64) (string, error) {
-	d, err := capws.New(r.cache.tmp, prefix, size, 0)
+	d, err := capws.NewKept(r.cache.tmp, prefix, size, 0)
 	if errors.Is(err, capws.ErrUnsupported) {
-		return "", fmt.Errorf("%w: the compile step writes the program into a host workspace, which must be size-capped: %w; run as root", sandbox.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: the compile step writes the program into a host workspace, which must be size-capped: %w; run as root or allow user namespaces", sandbox.ErrUnavailable, err)
 	}
 	if err != nil {
 		return "", err

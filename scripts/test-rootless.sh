@@ -11,16 +11,27 @@
 #
 #   internal/cgroup  finding a delegated subtree; its kernel tests run as
 #                    the user inside the subtree delegated in pass 2
+#   internal/capws   workspaces the keeper mounts in a user namespace of
+#                    its own: caps, clones, removal, refusals
 #   sandbox/native   TestUnprivileged: a run without a cgroup is refused,
 #   sandbox/bwrap    allowed with rlimits by the opt-out, limited by the
-#                    cgroup once one is delegated
+#                    cgroup once one is delegated; a workspace the keeper
+#                    holds is attached and capped (native), or refused
+#                    (bwrap)
 #   session          sessions are refused without root, and say why
 #
 # and runs them as the user with CI=true CODERUNNER_TEST_ROOTLESS=1 (the
 # tests that need root skip, every other requirement fails), from a copy
 # of the source tree the user can read (their testdata). Then it drives
 # the built binary as the user: run, judge, serve (POST /v1/run on
-# loopback) and mcp (execute_code over stdio), and doctor.
+# loopback) and mcp (execute_code over stdio), and doctor; compiled
+# languages too: run of a C and a C++ program, a C program writing past
+# its workspace cap (ENOSPC), judge of a two-test C++ problem, C over
+# /v1/run and execute_code (and Go over /v1/run once a cgroup is
+# delegated: rlimits alone hold the Go compiler's address space too
+# tight), a session of serve (its file kept between calls, its cap
+# held), with no workspace directory left behind. run --session stays
+# refused: its workspace must outlive the command.
 #
 #   pass 1, no delegated cgroup: every run is refused (exit 125, naming
 #     both ways out) until --allow-rlimits-only or
@@ -41,7 +52,7 @@ GO="${GO:-$(command -v go 2>/dev/null || echo /usr/local/go/bin/go)}"
 USER_NAME="${ROOTLESS_USER:-coderunner-ci}"
 WORK="${WORK:-/tmp/coderunner-rootless}"
 DELEGATED="${DELEGATED:-1}"
-PKGS=(internal/cgroup sandbox/native sandbox/bwrap session)
+PKGS=(internal/cgroup internal/capws sandbox/native sandbox/bwrap session)
 # The fixed loopback port serve listens on as the user.
 PORT="${PORT:-18613}"
 
@@ -125,6 +136,28 @@ cp examples/hello.py "$WORK/e2e/hello.py"
 printf 'a, b = map(int, input().split())\nprint(a + b)\n' >"$WORK/e2e/sum.py"
 printf '[{"id": "a", "input": "1 2\\n", "expected_output": "3\\n"}, {"id": "b", "input": "5 5", "expected_output": "10"}]\n' >"$WORK/e2e/tests.json"
 printf 'b = bytearray(400 << 20)\nprint(len(b))\n' >"$WORK/e2e/bomb.py"
+printf '#include <stdio.h>\nint main(void) { puts("hello from C"); return 0; }\n' >"$WORK/e2e/hello.c"
+printf '#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << "\\n"; }\n' >"$WORK/e2e/sum.cpp"
+printf '2 40\n' >"$WORK/e2e/sum.in"
+# fill.c writes 64 MB into /workspace, a MB at a time, and says where
+# the write failed.
+cat >"$WORK/e2e/fill.c" <<'EOF'
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+	static char buf[1 << 20];
+	FILE *f = fopen("/workspace/big", "w");
+	if (!f) { perror("open"); return 3; }
+	for (int i = 0; i < 64; i++)
+		if (fwrite(buf, 1, sizeof buf, f) != sizeof buf || fflush(f)) {
+			printf("write failed after %d MB: %s\n", i, strerror(errno));
+			return 1;
+		}
+	puts("wrote 64 MB");
+	return 0;
+}
+EOF
 chmod -R a+rX "$WORK"
 say "built in $((SECONDS - started)) s"
 
@@ -195,8 +228,11 @@ expect() {
 }
 
 # serve_run [NAME=VALUE...] starts serve as the user, POSTs a program to
-# /v1/run and prints the answer's status and body; serve is stopped.
+# /v1/run (RUN_BODY, by default Python; then RUN_BODY2, if set, to the
+# same server) and prints the answers' status and body; serve is stopped.
 serve_run() {
+	local body='{"language": "python", "code": "print(6 * 7)"}'
+	[ -z "${RUN_BODY:-}" ] || body=$RUN_BODY
 	(cd "$WORK/e2e" && as_user "$@" "$WORK/bin/coderunner" serve --addr "127.0.0.1:$PORT" --log-level error) &
 	serve_pid=$!
 	local i
@@ -206,7 +242,11 @@ serve_run() {
 		sleep 0.1
 	done
 	curl -sS -w '\nHTTP %{http_code}\n' -H 'Content-Type: application/json' \
-		-d '{"language": "python", "code": "print(6 * 7)"}' "http://127.0.0.1:$PORT/v1/run" || true
+		-d "$body" "http://127.0.0.1:$PORT/v1/run" || true
+	if [ -n "${RUN_BODY2:-}" ]; then
+		curl -sS -w '\nHTTP %{http_code}\n' -H 'Content-Type: application/json' \
+			-d "$RUN_BODY2" "http://127.0.0.1:$PORT/v1/run" || true
+	fi
 	# serve is the child of runuser, the child of our subshell: it drains
 	# on SIGTERM and exits, and runuser and the subshell with it.
 	local ru pid
@@ -219,15 +259,17 @@ serve_run() {
 	serve_pid=
 }
 
-# mcp_call [NAME=VALUE...] calls execute_code over stdio and prints the
-# answer to the call, keeping stdin open until it came.
+# mcp_call [NAME=VALUE...] calls execute_code over stdio (MCP_ARGS, by
+# default Python) and prints the answer to the call, keeping stdin open
+# until it came.
 mcp_call() {
-	local line
+	local line args='{"language":"python","code":"print(6 * 7)"}'
+	[ -z "${MCP_ARGS:-}" ] || args=$MCP_ARGS
 	coproc MCP { cd "$WORK/e2e" && as_user "$@" "$WORK/bin/coderunner" mcp --log-level error 2>/dev/null; }
 	printf '%s\n' \
 		'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ci","version":"1"}}}' \
 		'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
-		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(6 * 7)"}}}' >&"${MCP[1]}"
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":'"$args"'}}' >&"${MCP[1]}"
 	while IFS= read -r -t 60 line <&"${MCP[0]}"; do
 		case "$line" in
 		*'"id":2'*)
@@ -238,6 +280,46 @@ mcp_call() {
 	done
 	exec {MCP[1]}>&-
 	wait "$MCP_PID" 2>/dev/null || true
+}
+
+# The C program of serve_run and mcp_call: prints 42.
+C42='"language": "c", "code": "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", 6 * 7); }"'
+
+# e2e_compiled PASS [NAME=VALUE...] compiles and runs C, C++ (and Go over
+# /v1/run when GO_TOO=1) as the user: compile and run steps share a
+# workspace the keeper mounts, capped by the kernel.
+e2e_compiled() {
+	local pass=$1 out left
+	shift
+	out=$(cr "$@" "$WORK/bin/coderunner" run hello.c 2>&1) || fail "$pass: run hello.c: $out"
+	expect "$pass: run hello.c" "hello from C" "$out"
+	out=$(cr "$@" "$WORK/bin/coderunner" run --stdin sum.in sum.cpp 2>&1) || fail "$pass: run sum.cpp: $out"
+	expect "$pass: run sum.cpp" "42" "$out"
+	out=$(cr "$@" CODERUNNER_BACKEND_WORKSPACE_SIZE_MB=16 "$WORK/bin/coderunner" run --json fill.c 2>/dev/null) || true
+	expect "$pass: fill.c past a 16 MB workspace" "No space left on device" "$out"
+	expect "$pass: fill.c past a 16 MB workspace" '"status": "execution_error"' "$out"
+	out=$(cr "$@" "$WORK/bin/coderunner" judge --tests tests.json sum.cpp 2>&1) || fail "$pass: judge sum.cpp: $out"
+	expect "$pass: judge sum.cpp" "All 2 test cases passed" "$out"
+	out=$(RUN_BODY="{$C42}" serve_run "$@")
+	expect "$pass: serve, C" "HTTP 200" "$out"
+	expect "$pass: serve, C" '"stdout":"42\n"' "$out"
+	if [ "${GO_TOO:-0}" = 1 ]; then
+		out=$(RUN_BODY='{"language": "go", "code": "package main\nimport \"fmt\"\nfunc main() { fmt.Println(6 * 7) }"}' serve_run "$@")
+		expect "$pass: serve, Go" "HTTP 200" "$out"
+		expect "$pass: serve, Go" '"stdout":"42\n"' "$out"
+	fi
+	out=$(MCP_ARGS="{$C42}" mcp_call "$@")
+	expect "$pass: mcp, C" '42\\n' "$out"
+	# A session of serve: its file outlives the call, its workspace is
+	# capped (16 MB here) by the kernel.
+	out=$(RUN_BODY='{"language": "python", "session_id": "s1", "code": "open(\"/workspace/keep.txt\", \"w\").write(\"kept-42\")\ntry:\n    open(\"/workspace/big\", \"wb\").write(bytes(32 << 20))\nexcept OSError as e:\n    print(e.strerror)"}' \
+		RUN_BODY2='{"language": "python", "session_id": "s1", "code": "print(open(\"/workspace/keep.txt\").read())"}' \
+		serve_run "$@" CODERUNNER_BACKEND_WORKSPACE_SIZE_MB=16)
+	expect "$pass: serve, a session past its cap" "No space left on device" "$out"
+	expect "$pass: serve, a session's file kept" '"stdout":"kept-42\n"' "$out"
+	left=$(find /tmp -maxdepth 1 -user "$USER_NAME" -name 'coderunner-run-*' 2>/dev/null)
+	[ -z "$left" ] || fail "$pass: workspaces left behind: $left"
+	say "$pass: C, C++, judge and a session of serve as $USER_NAME: compiled, run, the workspace capped"
 }
 
 e2e_refused() {
@@ -284,6 +366,7 @@ e2e_refused() {
 	expect "mcp, refused" "no usable cgroup" "$out"
 	out=$(mcp_call CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true)
 	expect "mcp, allowed" '42\\n' "$out"
+	e2e_compiled "pass 1" CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true
 	say "pass 1: run, judge, serve, mcp and doctor as $USER_NAME: refused, then allowed"
 }
 
@@ -303,6 +386,7 @@ e2e_delegated() {
 	expect "serve, delegated" '"stdout":"42\n"' "$out"
 	out=$(mcp_call)
 	expect "mcp, delegated" '42\\n' "$out"
+	GO_TOO=1 e2e_compiled "pass 2"
 	say "pass 2: run, judge, serve, mcp and doctor as $USER_NAME with a delegated cgroup: limits hold"
 }
 

@@ -15,7 +15,10 @@
 //   - As root, each workspace is a tmpfs of Options.MaxBytes and
 //     Options.MaxFiles inodes mounted on the session's directory: the
 //     kernel enforces the cap while the program writes, and ending the
-//     session is one lazy unmount.
+//     session is one lazy unmount. Without root the same tmpfs is mounted
+//     by the workspace keeper in a user and mount namespace of its own
+//     (capws.MountKept), reached through it, and unmounted there when the
+//     session ends; the native backend attaches it.
 //   - Otherwise the cap is checked before each call by a bounded walk that
 //     never follows links (openat with O_NOFOLLOW, fstatat with
 //     AT_SYMLINK_NOFOLLOW, a limit on entries and depth); a session over

@@ -30,7 +30,9 @@ const lockPoll = 20 * time.Millisecond
 // disk while it runs; the mount outlives the process that made it, which
 // is what keeps the files for the next call, and goes when the session
 // does (or when the machine restarts: a session's files do not survive a
-// reboot). Mounting needs root: without it a session cannot start. With
+// reboot). Mounting needs root: without it a session cannot start (the
+// workspace keeper's mounts, which Store uses without root, end with the
+// process, and these must outlive it). With
 // Options.NoTmpfs (tests of the bookkeeping) the caps are checked by
 // walking the workspace before and after each call. Sessions idle for
 // Options.IdleTimeout are removed by the next call of any session, as are

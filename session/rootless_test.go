@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
 )
 
@@ -58,5 +61,51 @@ func TestRefusedWithoutRoot(t *testing.T) {
 	if isMountPoint(ws) {
 		_ = unmount(ws)
 		t.Error("a tmpfs was mounted as an ordinary user")
+	}
+}
+
+// TestKeptSessions: without root a session's workspace is a tmpfs the
+// workspace keeper mounts in its own namespace (here as root too): the
+// kernel holds the program to its cap, its files stay between calls,
+// another session does not see them, and ending the session removes the
+// workspace and its directory.
+func TestKeptSessions(t *testing.T) {
+	s, _ := open(t, Options{MaxBytes: 1 << 20})
+	s.inKeeper = true
+	ex := &fileExecutor{}
+	res := mustRun(t, s, ex, "a", "write big 2000000")
+	if res.Status != execute.StatusExecutionError || !strings.Contains(res.Stderr, "no space left") {
+		t.Fatalf("writing past the kept tmpfs's cap: status %s, stderr %q", res.Status, res.Stderr)
+	}
+	mustRun(t, s, ex, "a", "write small 10")
+	if res := mustRun(t, s, ex, "a", "read small"); res.Stdout == "missing" {
+		t.Error("a session's file did not outlive its call")
+	}
+	if res := mustRun(t, s, ex, "b", "read small"); res.Stdout != "missing" {
+		t.Errorf("one session read another's file: %q", res.Stdout)
+	}
+	l, err := s.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, host := l.Dir(), l.e.host
+	l.Release()
+	if !capws.Kept(dir) {
+		t.Fatalf("the workspace %s is not the keeper's", dir)
+	}
+	if err := capws.Check(dir, 1<<20); err != nil {
+		t.Errorf("the kept workspace: %v", err)
+	}
+	if ents, err := os.ReadDir(host); err != nil || len(ents) != 0 {
+		t.Errorf("the host's directory beneath the kept workspace: %d entries, %v", len(ents), err)
+	}
+	if err := s.Delete("a"); err != nil {
+		t.Fatal(err)
+	}
+	if capws.Kept(dir) {
+		t.Error("an ended session's workspace is still kept")
+	}
+	if _, err := os.Lstat(host); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an ended session's directory is left: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/capws"
 )
 
 // Defaults of Options.
@@ -55,8 +56,11 @@ type Options struct {
 	// walking them between calls. It is for tests of the Store's own
 	// bookkeeping: no backend accepts such a workspace, since nothing
 	// caps it while a program runs. Without it each workspace is a tmpfs
-	// of MaxBytes and MaxFiles, which needs root (CAP_SYS_ADMIN); without
-	// root a session cannot start (ErrDisabled says why).
+	// of MaxBytes and MaxFiles: as root among the host's mounts; without
+	// root mounted by the workspace keeper in a user and mount namespace
+	// of its own (capws.MountKept), which lives as long as this process;
+	// where neither can mount, a session cannot start (ErrDisabled says
+	// why).
 	NoTmpfs bool
 	// Logger receives what the Store could not clean up; nil discards.
 	Logger *slog.Logger
@@ -112,6 +116,9 @@ type Store struct {
 	closed bool
 	// tmpfs is true while mounting tmpfs works here.
 	tmpfs bool
+	// inKeeper has the keeper mount the workspaces (without root, or as
+	// root in the tests).
+	inKeeper bool
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -124,7 +131,12 @@ type entry struct {
 	// key is the id scoped to the session's owner (see WithOwner): the
 	// key of Store.sessions.
 	key string
-	dir string
+	// dir is the workspace: for one the keeper holds, the path that
+	// reaches it (kept.Path), while host is the directory on the host
+	// it is mounted on.
+	dir  string
+	host string
+	kept *capws.Dir
 	// sem admits one call at a time.
 	sem chan struct{}
 	// The fields below are guarded by Store.mu.
@@ -169,6 +181,7 @@ func Open(opts Options) (s *Store, retErr error) {
 		log:      opts.Logger,
 		sessions: make(map[string]*entry),
 		tmpfs:    !opts.NoTmpfs,
+		inKeeper: !capws.Supported(),
 		stop:     make(chan struct{}),
 	}
 	s.reaper.Add(1)
@@ -273,7 +286,17 @@ func (s *Store) create(id string) (*entry, error) {
 	if err := os.Mkdir(e.dir, 0o700); err != nil { //nolint:forbidigo // a new workspace in this instance's directory
 		return nil, fmt.Errorf("unable to create the workspace of session %q: %w", id, err)
 	}
-	if s.tmpfs {
+	e.host = e.dir
+	if s.tmpfs && s.inKeeper {
+		// Without root the keeper mounts it in its own namespace; the
+		// session lives no longer than this process, nor does the mount.
+		d, err := capws.MountKept(e.dir, s.opts.MaxBytes, s.opts.MaxFiles)
+		if err != nil {
+			_ = os.Remove(e.dir) //nolint:forbidigo // the empty directory just made
+			return nil, fmt.Errorf("session %q: %w without root: a session keeps its files between runs in a workspace capped in size and files, a tmpfs that a user namespace of coderunner's own could not mount here; allow user namespaces or run coderunner as root to use sessions (%w)", id, ErrDisabled, err)
+		}
+		e.kept, e.dir, e.mounted = d, d.Path, true
+	} else if s.tmpfs {
 		// The cap must hold while a call runs: a workspace that is not
 		// a capped tmpfs is refused (every backend refuses it too).
 		if err := mountTmpfs(e.dir, s.opts.MaxBytes, s.opts.MaxFiles); err != nil {
@@ -385,13 +408,22 @@ func (s *Store) endLocked(e *entry) bool {
 
 // destroy removes e's workspace. e is out of the map and unused.
 func (s *Store) destroy(e *entry) {
-	if e.mounted {
+	switch {
+	case e.kept != nil:
+		// Unmounted in the keeper's namespace; the directory beneath,
+		// on the host, was never written to.
+		if err := e.kept.Remove(); err != nil {
+			s.log.Warn("unable to remove a session workspace", "session_id", e.id, "path", e.host, "error", err)
+		}
+	case e.mounted:
 		if err := unmount(e.dir); err != nil {
 			s.log.Warn("unable to unmount a session workspace", "session_id", e.id, "path", e.dir, "error", err)
 		}
-	}
-	if err := removeTree(e.dir); err != nil {
-		s.log.Warn("unable to remove a session workspace", "session_id", e.id, "path", e.dir, "error", err)
+		fallthrough
+	default:
+		if err := removeTree(e.dir); err != nil {
+			s.log.Warn("unable to remove a session workspace", "session_id", e.id, "path", e.dir, "error", err)
+		}
 	}
 	s.mu.Lock()
 	s.live--

@@ -37,6 +37,12 @@ func Supported() bool { return os.Geteuid() == 0 }
 type Dir struct {
 	// Path is the directory, the root of its tmpfs.
 	Path string
+
+	// host and keeper are set for a workspace the keeper holds
+	// (NewKept without root): the directory on the host the tmpfs is
+	// mounted on in the keeper's namespace, and the keeper.
+	host   string
+	keeper *keeper
 }
 
 // New creates a fresh directory in parent, named prefix, this process's
@@ -97,6 +103,14 @@ func Mount(dir string, size int64, inodes int) error {
 // not an error. dir is never followed if it is a symbolic link.
 func Unmount(dir string) error {
 	err := unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	if errors.Is(err, unix.EPERM) && !Supported() {
+		// Without root nothing is mounted on the host's side (a kept
+		// workspace's mount lives in its keeper's namespace): a
+		// directory that is not a mount has nothing to unmount.
+		if m, merr := mountpoint.Is(dir); merr != nil || !m {
+			return nil
+		}
+	}
 	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unable to unmount the workspace %s: %w", dir, err)
 	}
@@ -107,6 +121,14 @@ func Unmount(dir string) error {
 // program wrote goes with the tmpfs: nothing of it is walked or followed
 // on the host. It is safe to call more than once.
 func (d *Dir) Remove() error {
+	if d.keeper == nil {
+		if v, ok := kept.Load(d.Path); ok {
+			d = v.(*Dir)
+		}
+	}
+	if d.keeper != nil {
+		return d.removeKept()
+	}
 	if err := Unmount(d.Path); err != nil {
 		return err
 	}

@@ -11,9 +11,16 @@
 // refuse a host workspace that Check does not accept, so that a caller
 // that forgets cannot open the hole again.
 //
-// Mounting needs CAP_SYS_ADMIN (root). Without it New fails with an error
-// wrapping ErrUnsupported, and the caller uses the backend's private
-// workspace (which the sandbox caps in its own namespaces) or refuses.
+// Mounting among the host's mounts needs CAP_SYS_ADMIN (root). Without it
+// New fails with an error wrapping ErrUnsupported, and the caller uses the
+// backend's private workspace (which the sandbox caps in its own
+// namespaces) or refuses. NewKept, for the workspaces a compiled
+// language's compile step and run share, has the tmpfs mounted instead by
+// the workspace keeper, a process of this binary in a user and mount
+// namespace of its own (keeper_linux.go): the caps are the kernel's as
+// with New, the mount is in no namespace but the keeper's, and the native
+// backend attaches a clone of it (CloneKept); other backends refuse it
+// (Kept).
 //
 // The pages of a tmpfs are charged to the memory cgroup of the process
 // that writes them: a run's workspace counts against the run's memory

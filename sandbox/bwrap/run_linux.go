@@ -71,6 +71,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}
+	if err := hostws.Bindable(s, "bwrap"); err != nil {
+		return nil, err
+	}
 	r := &run{b: b, spec: s, id: b.runID.Add(1), uid: -1}
 	if b.users != nil {
 		r.uid = b.users.TakeFor(s.Workspace)

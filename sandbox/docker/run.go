@@ -62,6 +62,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}
+	if err := hostws.Bindable(s, "docker"); err != nil {
+		return nil, err
+	}
 	if strings.Contains(s.Args[0], "=") {
 		// env(1) would take it for a variable.
 		return nil, fmt.Errorf("%w: the docker backend cannot run a program whose path contains '=': %q", sandbox.ErrInvalidSpec, s.Args[0])

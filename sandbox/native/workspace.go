@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/hostws"
 	"github.com/coderunner/coderunner/sandbox/native/nsinit"
@@ -29,6 +30,18 @@ func (r *run) hostWorkspace() error {
 	s, b := r.spec, r.b
 	if err := hostws.Prepare(s.Workspace, s.Files, b.hostUserID(), b.privileged); err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	if capws.Kept(s.Workspace) {
+		// Without root the workspace is mounted in the keeper's
+		// namespace, which no bind reaches: the keeper clones it, and
+		// only that clone is attached. There is no other way in.
+		tree, err := capws.CloneKept(s.Workspace)
+		if err != nil {
+			return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
+		}
+		r.tree = tree
+		r.mounts.op(nsinit.OpAttach, sandbox.WorkspaceDir)
+		return nil
 	}
 	src, err := filepath.EvalSymlinks(s.Workspace) //nolint:forbidigo // the caller's workspace path, resolved before the sandbox sees it
 	if err != nil {

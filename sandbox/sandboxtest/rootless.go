@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -48,6 +50,18 @@ type RootlessReport struct {
 	Memory   *sandbox.Result
 	// SeriesPids are the process ids of two runs of a series.
 	SeriesPids []string
+	// Backend is the backend's name.
+	Backend string
+	// Kept is a run in a workspace the keeper holds (capws.NewKept: a
+	// capped tmpfs mounted without root), KeptRefused its error if it
+	// was refused and whether that is sandbox.ErrUnavailable; KeptRead
+	// is what the host read back from the workspace, KeptOther what a
+	// run in a second one listed of it.
+	Kept            *sandbox.Result
+	KeptRefused     string
+	KeptUnavailable bool
+	KeptRead        string
+	KeptOther       *sandbox.Result
 }
 
 // RootlessMain is for a backend's TestMain: in the child TestRootless
@@ -115,6 +129,11 @@ func Rootless(open Opener, mounts []sandbox.Mount) (rep RootlessReport) {
 		rep.Err = "memory run: " + err.Error()
 		return rep
 	}
+	rep.Backend = b.Name()
+	if msg := keptWorkspace(ctx, b, mounts, &rep); msg != "" {
+		rep.Err = msg
+		return rep
+	}
 	if r, ok := b.(sandbox.Reuser); ok {
 		s := r.Series()
 		defer s.Close()
@@ -128,6 +147,89 @@ func Rootless(open Opener, mounts []sandbox.Mount) (rep RootlessReport) {
 		}
 	}
 	return rep
+}
+
+// keptCap is the size of the kept workspaces keptWorkspace makes.
+const keptCap = 1 * sandbox.MiB
+
+// keptWorkspace runs a program in a workspace the keeper holds, as the
+// compile and run steps of a compiled language do without root: it reads
+// a file the host wrote, writes one the host reads back, and writes past
+// the cap. A second run in a second such workspace lists its own. It
+// returns a failure of the machinery, or "".
+func keptWorkspace(ctx context.Context, b sandbox.Backend, mounts []sandbox.Mount, rep *RootlessReport) string {
+	ws, err := capws.NewKept("", "kept-ws-", keptCap, 0)
+	if err != nil {
+		return "kept workspace: " + err.Error()
+	}
+	defer func() { _ = ws.Remove() }()
+	spec := &sandbox.Spec{
+		Args: []string{"/bin/sh", "-c", "cat in.txt; echo from-sandbox > out.txt; " +
+			"head -c 2097152 /dev/zero > big 2>/dev/null || echo WRITE-FAILED; " +
+			"ls -l big | cut -d' ' -f5; df -k /workspace | tail -1"},
+		Mounts:    mounts,
+		Workspace: ws.Path,
+		Files:     []sandbox.File{{Path: "in.txt", Content: []byte("from-host\n")}},
+		Limits:    sandbox.Limits{WorkspaceSize: keptCap},
+	}
+	rep.Kept, err = b.Run(ctx, spec)
+	if err != nil {
+		rep.KeptRefused = err.Error()
+		rep.KeptUnavailable = errors.Is(err, sandbox.ErrUnavailable)
+		return ""
+	}
+	out, err := os.ReadFile(filepath.Join(ws.Path, "out.txt"))
+	if err != nil {
+		return "reading the kept workspace back: " + err.Error()
+	}
+	rep.KeptRead = string(out)
+	other, err := capws.NewKept("", "kept-ws-", keptCap, 0)
+	if err != nil {
+		return "second kept workspace: " + err.Error()
+	}
+	defer func() { _ = other.Remove() }()
+	rep.KeptOther, err = b.Run(ctx, &sandbox.Spec{
+		Args:      []string{"/bin/sh", "-c", "ls -A /workspace"},
+		Mounts:    mounts,
+		Workspace: other.Path,
+		Limits:    sandbox.Limits{WorkspaceSize: keptCap},
+	})
+	if err != nil {
+		return "run in the second kept workspace: " + err.Error()
+	}
+	return ""
+}
+
+// checkKept checks the run in a kept workspace: the native backend
+// attaches it, capped; every other backend refuses it, saying why.
+func checkKept(t *testing.T, rep RootlessReport) {
+	t.Helper()
+	if rep.Backend != "native" {
+		if !rep.KeptUnavailable || !strings.Contains(rep.KeptRefused, "native backend") {
+			t.Errorf("%s with a kept workspace: %q, want sandbox.ErrUnavailable naming the native backend", rep.Backend, rep.KeptRefused)
+		}
+		return
+	}
+	if rep.Kept == nil {
+		t.Fatalf("a run in a kept workspace was refused: %s", rep.KeptRefused)
+	}
+	out := string(rep.Kept.Stdout)
+	if rep.Kept.Status != sandbox.StatusOK {
+		t.Fatalf("a run in a kept workspace: %s %q %q", rep.Kept.Status, out, rep.Kept.Stderr)
+	}
+	t.Logf("a run in a kept workspace:\n%s", out)
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || lines[0] != "from-host" || lines[1] != "WRITE-FAILED" {
+		t.Errorf("the kept workspace: the host's file or the write past its cap: %q", out)
+	} else if n, err := strconv.ParseInt(lines[2], 10, 64); err != nil || n > keptCap {
+		t.Errorf("the file written past the cap holds %q bytes, more than the cap of %d", lines[2], keptCap)
+	}
+	if rep.KeptRead != "from-sandbox\n" {
+		t.Errorf("the host read %q back from the kept workspace", rep.KeptRead)
+	}
+	if rep.KeptOther == nil || rep.KeptOther.Status != sandbox.StatusOK || len(rep.KeptOther.Stdout) != 0 {
+		t.Errorf("a run in a second kept workspace saw files: %+v", rep.KeptOther)
+	}
 }
 
 func closeBackend(b sandbox.Backend) {
@@ -171,6 +273,7 @@ func TestRootless(t *testing.T, open Opener, mounts []sandbox.Mount) {
 	} else {
 		checkRefused(t, rep)
 	}
+	checkKept(t, rep)
 	id := string(rep.Identity.Stdout)
 	for _, want := range []string{"CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "No such file"} {
 		if !strings.Contains(id, want) {

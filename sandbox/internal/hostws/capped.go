@@ -28,3 +28,15 @@ func Capped(s *sandbox.Spec) error {
 	}
 	return nil
 }
+
+// Bindable refuses, with sandbox.ErrUnavailable, a spec whose workspace is
+// one the workspace keeper holds (capws.Kept: a process without root got
+// it mounted in a user and mount namespace of its own): no bind mount
+// reaches it, and only the native backend attaches the keeper's clone of
+// it. backend names the backend that refuses.
+func Bindable(s *sandbox.Spec, backend string) error {
+	if s.Workspace != "" && capws.Kept(s.Workspace) {
+		return fmt.Errorf("%w: the %s backend cannot mount a workspace made without root (it lives in a mount namespace of its own, which only the native backend attaches); use the native backend or run as root", sandbox.ErrUnavailable, backend)
+	}
+	return nil
+}
