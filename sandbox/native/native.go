@@ -133,8 +133,12 @@ type Backend struct {
 	// ready.
 	coldStarts atomic.Uint64
 
-	pool      *warmPool
-	closeOnce sync.Once
+	pool *warmPool
+	// background is set where sandboxes started ahead of need can run at
+	// the lowest priority until a run takes them: as root, where the
+	// priority can be given back (priorityRestorable).
+	background bool
+	closeOnce  sync.Once
 	// open are the series not yet closed, whose kept sandboxes Close
 	// releases.
 	seriesMu sync.Mutex
@@ -227,6 +231,11 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
 	if opts.Warm > 0 && b.refusal == nil {
+		b.background = b.privileged && priorityRestorable()
+		if b.privileged && !b.background {
+			b.log.Info("sandboxes started ahead of need keep the normal priority: this process could not give a lowered priority back (CAP_SYS_NICE counts only outside a user namespace)",
+				"event", "warm_priority_normal")
+		}
 		b.startPool(min(opts.Warm, maxWarm))
 	}
 	return b, nil
