@@ -661,6 +661,12 @@ func checkEnvironment(s *set) error {
 	if err != nil {
 		return err
 	}
+	// The executor checks at start that it can make workspaces in the
+	// work directory, and makes no such directory: a fresh volume is
+	// empty, so it must be the volume itself.
+	if m := s.writableMount(c, cfg.Backend.WorkDir); m != "" && filepath.Clean(m) != filepath.Clean(cfg.Backend.WorkDir) {
+		return fmt.Errorf("backend.work_dir %s lies beneath the volume at %s, which starts empty: the executor would not start", cfg.Backend.WorkDir, m)
+	}
 	paths := map[string]string{"backend.work_dir": cfg.Backend.WorkDir}
 	if root {
 		// Root's compile cache (runner's default) and the sandboxes'

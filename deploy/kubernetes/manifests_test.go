@@ -280,7 +280,10 @@ var mutations = []mutation{
 	{"compile cache on the root file system", "environment", func(t *testing.T, s *set) { dropMount(t, s, "/var/cache") }},
 	{"sandbox state on the root file system", "environment", func(t *testing.T, s *set) { dropMount(t, s, "/run") }},
 	{"work dir on the root file system", "environment", func(t *testing.T, s *set) {
-		editConfig(t, s, "work_dir: /tmp/coderunner", "work_dir: /var/lib/coderunner/work")
+		editConfig(t, s, "work_dir: /tmp\n", "work_dir: /var/lib/coderunner/work\n")
+	}},
+	{"work dir beneath an empty volume", "environment", func(t *testing.T, s *set) {
+		editConfig(t, s, "work_dir: /tmp\n", "work_dir: /tmp/coderunner\n")
 	}},
 	{"misspelt setting", "environment", func(t *testing.T, s *set) {
 		c := executor(t, s)
