@@ -9,11 +9,12 @@
 #               deploy/run-container.sh but SYS_NICE), its command
 #               (coderunner init --writable-cgroup -- coderunner serve), no
 #               rlimits opt-out: every language of /v1/run, a memory limit
-#               reported as memory_exceeded (a cgroup per run), /execute in
-#               Python and JavaScript
+#               reported as memory_exceeded (a cgroup per run), a C
+#               solution judged on two tests, /execute in Python and
+#               JavaScript
 # unprivileged  the variant deploy/kubernetes/unprivileged: uid 10001, no
-#               capability, the opt-out: Python and shell run, compiled
-#               languages are refused
+#               capability, the opt-out: Python and shell run, JavaScript
+#               fails, compiled languages are refused
 #
 # Both: the pod's seccomp profile (deploy/seccomp.json), an unmasked /proc
 # (procMount: Unmasked), AppArmor unconfined, no_new_privs, a read-only
@@ -140,6 +141,15 @@ else:
 failed += not ok
 print(f"test-pod-settings ({mode}):     256 MB under a 64 MB limit: {r['status']}, memory_exceeded {r['memory_exceeded']}"
       + ("" if ok else " UNEXPECTED"))
+
+r = post("/v1/judge", {"request_id": "pod-settings-judge", "language": "c",
+                       "code": "#include <stdio.h>\nint main(void) { int a, b; scanf(\"%d %d\", &a, &b); printf(\"%d\\n\", a + b); return 0; }\n",
+                       "test_cases": [{"id": "t1", "input": "1 2\n", "expected_output": "3\n"},
+                                      {"id": "t2", "input": "5 5", "expected_output": "10"}]})
+ok = r["status"] == "all_passed"
+want = mode == "default"
+failed += ok != want
+print(f"test-pod-settings ({mode}):     /v1/judge c: {r['status']}" + ("" if ok == want else f" UNEXPECTED: {r}"))
 
 handlers = {"python": "def handler(event):\n    return {\"sum\": event[\"a\"] + event[\"b\"]}\n",
             "javascript": "function handler(event) { return {sum: event.a + event.b}; }\n"}
