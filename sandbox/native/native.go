@@ -19,6 +19,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/seccomp"
+	"github.com/coderunner/coderunner/internal/userns"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 	"github.com/coderunner/coderunner/sandbox/internal/uidpool"
@@ -174,6 +175,11 @@ func New(opts Options) (*Backend, error) {
 	if b.privileged {
 		b.innerUID = sandboxUID
 		b.owners = uidpool.Shared(b.hostBase+ownerOffset, owners)
+		// Root of a user namespace of its own may use only the ids it
+		// maps; a sandbox's setresuid would fail with EINVAL, unexplained.
+		if err := userns.Mapped(b.hostBase, ownerOffset+owners); err != nil {
+			return nil, fmt.Errorf("%w: the sandboxes' uids: %w", sandbox.ErrUnavailable, err)
+		}
 	}
 	b.noAttach.Store(opts.noAttach)
 	b.clone = cloneWorkspace

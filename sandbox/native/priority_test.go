@@ -115,3 +115,29 @@ func TestWarmPoolWithoutSysNice(t *testing.T) {
 		}
 	}
 }
+
+// inPodNamespace marks the copy of the test binary that
+// TestRootOfAPodsUserNamespace runs as root of a user namespace of 65536
+// ids.
+const inPodNamespace = "CODERUNNER_TEST_IN_POD_NAMESPACE"
+
+// TestRootOfAPodsUserNamespace starts the backend as root of a user
+// namespace that maps 65536 ids, as a Kubernetes pod with hostUsers:
+// false has by default: the sandboxes' uids do not exist there, and the
+// backend must say so, naming the kubelet's setting, rather than let
+// every sandbox fail with EINVAL.
+func TestRootOfAPodsUserNamespace(t *testing.T) {
+	if os.Getenv(inPodNamespace) != "1" {
+		out, err := testutil.InUserNamespace(t, "TestRootOfAPodsUserNamespace", 65536, inPodNamespace+"=1")
+		if err != nil || !strings.Contains(out, "--- PASS: TestRootOfAPodsUserNamespace") {
+			t.Fatalf("as root of a user namespace of 65536 ids: %v\n%s", err, out)
+		}
+		t.Logf("as root of a user namespace of 65536 ids:\n%s", out)
+		return
+	}
+	_, err := native.New(native.Options{})
+	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "userNamespaces.idsPerPod") {
+		t.Fatalf("New = %v, want the backend unavailable for the unmapped uids", err)
+	}
+	t.Log(err)
+}
