@@ -22,7 +22,8 @@
 #     DAC_OVERRIDE    run /proc/self/exe and reach the work directory as that uid
 #     SYS_PTRACE      open /proc/<sandbox init>/root, owned by that uid
 #     SYS_NICE        give a warm sandbox (started ahead of need at the lowest
-#                     priority) its priority back when a run takes it
+#                     priority) its priority back when a run takes it;
+#                     without it warm sandboxes start at the normal priority
 #     KILL            kill a sandbox's init, owned by that uid (warm sandboxes
 #                     at shutdown: without it docker stop ends in SIGKILL)
 #   --user 0:0        root in the container for those capabilities; user code
