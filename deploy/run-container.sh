@@ -48,13 +48,14 @@
 # limits: bound the container from outside (--memory, --cpus) all the same.
 #
 # CODERUNNER_CONTAINER_UNPRIVILEGED=1 runs it as uid 10001 with no
-# capability at all instead. Then no tmpfs can be mounted, so compiled
-# languages (c, cpp, java, go, rust) are refused, and no cgroup is
-# writable, so each run is limited by rlimits alone
+# capability at all instead. Then a compiled language's workspace comes
+# from the native backend's workspace keeper, and no cgroup is writable,
+# so each run is limited by rlimits alone
 # (CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true, set here): the address space
 # stands for memory, which runtimes that reserve address space ahead
-# (Node.js, the JVM, Go) do not survive, and the process limit counts every
-# process of the uid, the executor's threads included. python and bash run.
+# (Node.js, the JVM, Go, rustc) do not survive, and the process limit
+# counts every process of the uid, the executor's threads included.
+# python, bash, c and cpp run.
 #
 # Environment: CODERUNNER_EXECUTOR_IMAGE (coderunner/executor:latest),
 # CODERUNNER_CONTAINER_UNPRIVILEGED (0).
