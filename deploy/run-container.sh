@@ -22,7 +22,8 @@
 #     DAC_OVERRIDE    run /proc/self/exe and reach the work directory as that uid
 #     SYS_PTRACE      open /proc/<sandbox init>/root, owned by that uid
 #     SYS_NICE        give a warm sandbox (started ahead of need at the lowest
-#                     priority) its priority back when a run takes it
+#                     priority) its priority back when a run takes it;
+#                     without it warm sandboxes start at the normal priority
 #     KILL            kill a sandbox's init, owned by that uid (warm sandboxes
 #                     at shutdown: without it docker stop ends in SIGKILL)
 #   --user 0:0        root in the container for those capabilities; user code
@@ -47,13 +48,14 @@
 # limits: bound the container from outside (--memory, --cpus) all the same.
 #
 # CODERUNNER_CONTAINER_UNPRIVILEGED=1 runs it as uid 10001 with no
-# capability at all instead. Then no tmpfs can be mounted, so compiled
-# languages (c, cpp, java, go, rust) are refused, and no cgroup is
-# writable, so each run is limited by rlimits alone
+# capability at all instead. Then a compiled language's workspace comes
+# from the native backend's workspace keeper, and no cgroup is writable,
+# so each run is limited by rlimits alone
 # (CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true, set here): the address space
 # stands for memory, which runtimes that reserve address space ahead
-# (Node.js, the JVM, Go) do not survive, and the process limit counts every
-# process of the uid, the executor's threads included. python and bash run.
+# (Node.js, the JVM, Go, rustc) do not survive, and the process limit
+# counts every process of the uid, the executor's threads included.
+# python, bash, c and cpp run.
 #
 # Environment: CODERUNNER_EXECUTOR_IMAGE (coderunner/executor:latest),
 # CODERUNNER_CONTAINER_UNPRIVILEGED (0).

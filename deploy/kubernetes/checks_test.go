@@ -3,10 +3,13 @@ package kubernetes_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +63,7 @@ var checks = map[string]check{
 	"probes":         checkProbes,
 	"grace":          checkGrace,
 	"privilege":      checkPrivilege,
+	"mode":           checkMode,
 	"secrets":        checkSecrets,
 	"environment":    checkEnvironment,
 	"autoscaler":     checkAutoscaler,
@@ -313,7 +317,7 @@ func checkPrivilege(s *set) error {
 	case pod.HostNetwork || pod.HostPID || pod.HostIPC:
 		return errors.New("the pod shares a namespace of the node")
 	case pod.HostUsers == nil || *pod.HostUsers:
-		return errors.New("hostUsers is not false: the pod's uids would be the node's")
+		return errors.New("hostUsers is not false: the pod's uids, root included, would be the node's, and so would its capabilities")
 	case pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken:
 		return errors.New("automountServiceAccountToken is not false: the executor needs no API token")
 	case pod.EnableServiceLinks == nil || *pod.EnableServiceLinks:
@@ -337,6 +341,51 @@ func checkPrivilege(s *set) error {
 	return nil
 }
 
+// runContainer is the script that starts the image under Docker with the
+// least privilege its sandboxes need; the pod as root holds the same
+// capabilities.
+const runContainer = "../run-container.sh"
+
+// uselessInUserNamespace are capabilities of runContainer's that a pod's
+// user namespace makes useless, so that the pod does without them: the
+// kernel honours CAP_SYS_NICE (giving a lowered priority back) only in the
+// initial user namespace.
+var uselessInUserNamespace = map[string]bool{"SYS_NICE": true}
+
+// rootCapabilities are the capabilities the executor needs as root in a
+// pod: those runContainer adds, from its own text, but the useless ones.
+func rootCapabilities() ([]string, error) {
+	b, err := os.ReadFile(runContainer)
+	if err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`(?m)^\s*for c in ([A-Z_ ]+); do$`).FindSubmatch(b)
+	if m == nil {
+		return nil, fmt.Errorf("%s: no capability list (for c in ...; do)", runContainer)
+	}
+	var caps []string
+	for _, c := range strings.Fields(string(m[1])) {
+		if !uselessInUserNamespace[c] {
+			caps = append(caps, c)
+		}
+	}
+	slices.Sort(caps)
+	return caps, nil
+}
+
+// runsAsRoot reports whether c runs as uid 0, from its own or the pod's
+// runAsUser; an unset one (the image's user, unseen here) is an error.
+func runsAsRoot(c *corev1.Container, psc *corev1.PodSecurityContext) (bool, error) {
+	uid := psc.RunAsUser
+	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		uid = c.SecurityContext.RunAsUser
+	}
+	if uid == nil {
+		return false, errors.New("no runAsUser: the image's user would decide, unseen by the kubelet's checks")
+	}
+	return *uid == 0, nil
+}
+
 func checkContainerPrivilege(c *corev1.Container, psc *corev1.PodSecurityContext) error {
 	sc := c.SecurityContext
 	if sc == nil {
@@ -346,10 +395,7 @@ func checkContainerPrivilege(c *corev1.Container, psc *corev1.PodSecurityContext
 	if nonRoot == nil {
 		nonRoot = psc.RunAsNonRoot
 	}
-	uid, gid := sc.RunAsUser, sc.RunAsGroup
-	if uid == nil {
-		uid = psc.RunAsUser
-	}
+	gid := sc.RunAsGroup
 	if gid == nil {
 		gid = psc.RunAsGroup
 	}
@@ -357,24 +403,56 @@ func checkContainerPrivilege(c *corev1.Container, psc *corev1.PodSecurityContext
 	if seccomp == nil {
 		seccomp = psc.SeccompProfile
 	}
+	root, err := runsAsRoot(c, psc)
+	if err != nil {
+		return err
+	}
+	var added []string
+	if sc.Capabilities != nil {
+		for _, a := range sc.Capabilities.Add {
+			added = append(added, strings.TrimPrefix(string(a), "CAP_"))
+		}
+	}
+	slices.Sort(added)
 	switch {
 	case sc.Privileged != nil && *sc.Privileged:
 		return errors.New("privileged")
 	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
 		return errors.New("allowPrivilegeEscalation is not false")
-	case nonRoot == nil || !*nonRoot:
-		return errors.New("runAsNonRoot is not true")
-	case uid == nil || *uid == 0 || gid == nil || *gid == 0:
-		return errors.New("no non-root runAsUser and runAsGroup")
+	case gid == nil:
+		return errors.New("no runAsGroup")
 	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
 		return errors.New("the root file system is writable")
 	case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL"):
 		return errors.New("capabilities are not all dropped")
-	case len(sc.Capabilities.Add) > 0:
-		return fmt.Errorf("capabilities %v added", sc.Capabilities.Add)
 	case seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeLocalhost ||
 		seccomp.LocalhostProfile == nil || *seccomp.LocalhostProfile != seccompProfile:
 		return fmt.Errorf("the seccomp profile is not Localhost %s", seccompProfile)
+	}
+	if root {
+		// Root and capabilities only where they are the pod's own
+		// (hostUsers: false, checked for the whole pod): in a user
+		// namespace, uid 0 is an unprivileged uid of the node and each
+		// capability holds over the pod's namespaces alone.
+		want, err := rootCapabilities()
+		if err != nil {
+			return err
+		}
+		switch {
+		case nonRoot != nil && *nonRoot:
+			return errors.New("runAsNonRoot with runAsUser 0: the kubelet would refuse to start it")
+		case !slices.Equal(added, want):
+			return fmt.Errorf("as root it adds capabilities %v, want exactly %v (%s's, but %v)", added, want, runContainer, slices.Sorted(maps.Keys(uselessInUserNamespace)))
+		}
+	} else {
+		switch {
+		case nonRoot == nil || !*nonRoot:
+			return errors.New("runAsNonRoot is not true")
+		case *gid == 0:
+			return errors.New("runs in group 0")
+		case len(added) > 0:
+			return fmt.Errorf("capabilities %v added to an unprivileged user, who cannot use them", added)
+		}
 	}
 	for _, p := range c.Ports {
 		if p.HostPort != 0 {
@@ -382,6 +460,76 @@ func checkContainerPrivilege(c *corev1.Container, psc *corev1.PodSecurityContext
 		}
 	}
 	return nil
+}
+
+// The executor's binary in the image, and its init's cgroup flag.
+const (
+	binary         = "/usr/local/bin/coderunner"
+	writableCgroup = "--writable-cgroup"
+	rlimitsOnly    = "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY"
+)
+
+// checkMode: the container starts as the image does (coderunner init as
+// PID 1, then serve on server.addr), and the mode fits its user: as root,
+// the init makes the cgroup writable and no run goes without a cgroup; as
+// anyone else, nothing can be remounted and rlimits alone are accepted.
+func checkMode(s *set) error {
+	c, err := s.container()
+	if err != nil {
+		return err
+	}
+	psc := s.dep.Spec.Template.Spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	root, err := runsAsRoot(c, psc)
+	if err != nil {
+		return err
+	}
+	cmd := c.Command
+	if len(cmd) < 4 || cmd[0] != binary || cmd[1] != "init" {
+		return fmt.Errorf("the command is %q, want %s init [%s] -- %s, the image's entry point", cmd, binary, writableCgroup, binary)
+	}
+	flags, rest, ok := slicesCut(cmd[2:], "--")
+	if !ok || !slices.Equal(rest, []string{binary}) {
+		return fmt.Errorf("the command is %q: the init must run %s alone after --", cmd, binary)
+	}
+	for _, f := range flags {
+		if f != writableCgroup {
+			return fmt.Errorf("the init has flag %q", f)
+		}
+	}
+	if !slices.Equal(c.Args, []string{"serve"}) {
+		return fmt.Errorf("the arguments are %q, want serve alone: it listens on server.addr of config.yaml, which the probes and the Service follow", c.Args)
+	}
+	remount := slices.Contains(flags, writableCgroup)
+	optOut := ""
+	if e := env(c, rlimitsOnly); e != nil {
+		if e.ValueFrom != nil {
+			return fmt.Errorf("%s comes from elsewhere than the manifest", rlimitsOnly)
+		}
+		optOut = e.Value
+	}
+	switch {
+	case root && !remount:
+		return fmt.Errorf("as root without %s: no run would get a cgroup where the runtime mounts it read-only", writableCgroup)
+	case root && optOut != "":
+		return fmt.Errorf("as root with %s=%q: only the unprivileged variant needs it; here a run without a cgroup must be refused with the reason, not run under rlimits that Node.js, the JVM and Go do not survive", rlimitsOnly, optOut)
+	case !root && remount:
+		return fmt.Errorf("%s without root and CAP_SYS_ADMIN: the init would stop with status 126", writableCgroup)
+	case !root && optOut != "true":
+		return fmt.Errorf("without root no cgroup can be made, and without %s=true every run is refused", rlimitsOnly)
+	}
+	return nil
+}
+
+// slicesCut splits s around the first sep.
+func slicesCut(s []string, sep string) (before, after []string, found bool) {
+	i := slices.Index(s, sep)
+	if i < 0 {
+		return s, nil, false
+	}
+	return s[:i], s[i+1:], true
 }
 
 // secretName reports whether a variable holds a credential by its name.
@@ -505,9 +653,41 @@ func checkEnvironment(s *set) error {
 	if s.writableMount(c, cfg.ControlPlane.ResultsDir) == "" {
 		return fmt.Errorf("RESULTS_DIR %s is not on a volume that outlives the container", cfg.ControlPlane.ResultsDir)
 	}
-	paths := map[string]string{"backend.work_dir": cfg.Backend.WorkDir, "XDG_CACHE_HOME": ""}
-	if e := env(c, "XDG_CACHE_HOME"); e != nil {
-		paths["XDG_CACHE_HOME"] = e.Value
+	psc := s.dep.Spec.Template.Spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	root, err := runsAsRoot(c, psc)
+	if err != nil {
+		return err
+	}
+	// The executor checks at start that it can make workspaces in the
+	// work directory, and makes no such directory: a fresh volume is
+	// empty, so it must be the volume itself.
+	if m := s.writableMount(c, cfg.Backend.WorkDir); m != "" && filepath.Clean(m) != filepath.Clean(cfg.Backend.WorkDir) {
+		return fmt.Errorf("backend.work_dir %s lies beneath the volume at %s, which starts empty: the executor would not start", cfg.Backend.WorkDir, m)
+	}
+	paths := map[string]string{"backend.work_dir": cfg.Backend.WorkDir}
+	if root {
+		// Root's compile cache (runner's default) and the sandboxes'
+		// state (native's and bwrap's), whatever the environment says.
+		paths["the compile cache"] = "/var/cache/coderunner"
+		paths["the native sandboxes' state"] = "/run/coderunner"
+		paths["the bwrap sandboxes' state"] = "/run/coderunner-bwrap"
+	} else {
+		// An ordinary user's: os.UserCacheDir, and the runtime or
+		// temporary directory.
+		paths["XDG_CACHE_HOME"] = ""
+		if e := env(c, "XDG_CACHE_HOME"); e != nil {
+			paths["XDG_CACHE_HOME"] = e.Value
+		}
+		state := "/tmp"
+		for _, name := range []string{"TMPDIR", "XDG_RUNTIME_DIR"} {
+			if e := env(c, name); e != nil {
+				state = e.Value
+			}
+		}
+		paths["the sandboxes' state"] = state
 	}
 	for name, p := range paths {
 		if p == "" || s.writableMount(c, p) == "" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -221,14 +224,19 @@ func (s *set) index() error {
 	return nil
 }
 
-// load decodes this directory; the executor's metric names come with it.
-func load(t *testing.T) *set {
+// loadVariant decodes a variant: "." (this directory) or overlayDir (the
+// unprivileged one, built on it), with the executor's metric names.
+func loadVariant(t *testing.T, variant string, metrics map[string]bool) *set {
 	t.Helper()
-	s, err := loadDir(".")
+	load := loadDir
+	if variant != "." {
+		load = loadOverlay
+	}
+	s, err := load(variant)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.metrics = servedMetrics(t)
+	s.metrics = metrics
 	return s
 }
 
@@ -425,4 +433,215 @@ func (s *set) objectMeta() []struct {
 		}
 	}
 	return out
+}
+
+// overlayDir is the unprivileged variant: a kustomization that builds on
+// this directory and patches the Deployment.
+const overlayDir = "unprivileged"
+
+// overlay is the part of kustomize's Kustomization that the unprivileged
+// variant uses; any other field is refused.
+type overlay struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Resources  []string   `json:"resources"`
+	Patches    []patchRef `json:"patches"`
+}
+
+// patchRef is a patch file and the object it applies to.
+type patchRef struct {
+	Path   string      `json:"path"`
+	Target patchTarget `json:"target"`
+}
+
+// patchTarget selects the object a patch applies to.
+type patchTarget struct {
+	Group   string `json:"group"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+}
+
+// jsonPatchOp is one operation of a JSON patch (RFC 6902).
+type jsonPatchOp struct {
+	Op    string             `json:"op"`
+	Path  string             `json:"path"`
+	Value stdjson.RawMessage `json:"value"`
+}
+
+// readStrict reads a YAML file into v, refusing duplicate keys and
+// fields v does not have.
+func readStrict(path string, v any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	j, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	strictErrs, err := kjson.UnmarshalStrict(j, v)
+	if err = errors.Join(append(strictErrs, err)...); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// loadOverlay decodes the variant in dir as kubectl apply -k would build
+// it: the parent directory's set, with the variant's one patch applied to
+// the Deployment.
+func loadOverlay(dir string) (*set, error) {
+	var k overlay
+	if err := readStrict(filepath.Join(dir, kustomizationFile), &k); err != nil {
+		return nil, err
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		return nil, fmt.Errorf("%s: %s %s, want kustomize.config.k8s.io/v1beta1 Kustomization", dir, k.APIVersion, k.Kind)
+	}
+	if !slices.Equal(k.Resources, []string{".."}) {
+		return nil, fmt.Errorf("%s builds on %q, want the parent directory alone", dir, k.Resources)
+	}
+	if len(k.Patches) != 1 {
+		return nil, fmt.Errorf("%s has %d patches, want the Deployment's alone", dir, len(k.Patches))
+	}
+	s, err := loadDir(filepath.Join(dir, ".."))
+	if err != nil {
+		return nil, err
+	}
+	p := k.Patches[0]
+	if want := (patchTarget{Group: "apps", Version: "v1", Kind: "Deployment", Name: s.dep.Name}); p.Target != want {
+		return nil, fmt.Errorf("%s: the patch targets %+v, want %+v", dir, p.Target, want)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if e.Name() != kustomizationFile && e.Name() != p.Path {
+			return nil, fmt.Errorf("%s/%s is neither the kustomization nor its patch", dir, e.Name())
+		}
+	}
+	var ops []jsonPatchOp
+	if err := readStrict(filepath.Join(dir, p.Path), &ops); err != nil {
+		return nil, err
+	}
+	raw, err := stdjson.Marshal(s.dep)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := stdjson.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, errors.New("the Deployment is not a JSON object")
+	}
+	m["apiVersion"], m["kind"] = "apps/v1", "Deployment"
+	if doc, err = applyJSONPatch(doc, ops); err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", dir, p.Path, err)
+	}
+	if raw, err = stdjson.Marshal(doc); err != nil {
+		return nil, err
+	}
+	obj, _, err := decoder.Decode(raw, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: the patched Deployment: %w", dir, p.Path, err)
+	}
+	dep, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return nil, fmt.Errorf("%s/%s: the patch made a %T", dir, p.Path, obj)
+	}
+	for i := range s.objects {
+		if s.objects[i].obj == runtime.Object(s.dep) {
+			s.objects[i] = object{file: filepath.Join(overlayDir, p.Path), obj: dep}
+		}
+	}
+	s.dep = dep
+	return s, nil
+}
+
+// applyJSONPatch applies ops to doc as kustomize does: add, replace and
+// remove (the only operations the variant uses; any other is refused),
+// each failing where its path leads nowhere.
+func applyJSONPatch(doc any, ops []jsonPatchOp) (any, error) {
+	for i, op := range ops {
+		var v any
+		switch op.Op {
+		case "add", "replace":
+			if len(op.Value) == 0 {
+				return nil, fmt.Errorf("operation %d (%s %s) has no value", i+1, op.Op, op.Path)
+			}
+			if err := stdjson.Unmarshal(op.Value, &v); err != nil {
+				return nil, fmt.Errorf("operation %d: %w", i+1, err)
+			}
+		case "remove":
+		default:
+			return nil, fmt.Errorf("operation %d: %q is not an operation this test applies (add, replace, remove)", i+1, op.Op)
+		}
+		if !strings.HasPrefix(op.Path, "/") {
+			return nil, fmt.Errorf("operation %d: path %q does not start with /", i+1, op.Path)
+		}
+		toks := strings.Split(op.Path[1:], "/")
+		for j := range toks {
+			toks[j] = strings.ReplaceAll(strings.ReplaceAll(toks[j], "~1", "/"), "~0", "~")
+		}
+		var err error
+		if doc, err = patchAt(doc, toks, op.Op, v); err != nil {
+			return nil, fmt.Errorf("operation %d (%s %s): %w", i+1, op.Op, op.Path, err)
+		}
+	}
+	return doc, nil
+}
+
+// patchAt applies op, with value v, at the path toks beneath node, and
+// returns node as changed.
+func patchAt(node any, toks []string, op string, v any) (any, error) {
+	tok, last := toks[0], len(toks) == 1
+	// adding is an add at the end of the path: the only operation that
+	// may name what does not exist yet.
+	adding := last && op == "add"
+	switch n := node.(type) {
+	case map[string]any:
+		child, ok := n[tok]
+		switch {
+		case !ok && !adding:
+			return nil, fmt.Errorf("no %q", tok)
+		case last && op == "remove":
+			delete(n, tok)
+		case last:
+			n[tok] = v
+		default:
+			c, err := patchAt(child, toks[1:], op, v)
+			if err != nil {
+				return nil, err
+			}
+			n[tok] = c
+		}
+		return n, nil
+	case []any:
+		if adding && tok == "-" {
+			return append(n, v), nil
+		}
+		idx, err := strconv.Atoi(tok)
+		if err != nil || tok != strconv.Itoa(idx) || idx < 0 || idx > len(n) || (idx == len(n) && !adding) {
+			return nil, fmt.Errorf("no element %q of an array of %d", tok, len(n))
+		}
+		switch {
+		case adding:
+			return slices.Insert(n, idx, v), nil
+		case last && op == "remove":
+			return slices.Delete(n, idx, idx+1), nil
+		case last:
+			n[idx] = v
+		default:
+			c, err := patchAt(n[idx], toks[1:], op, v)
+			if err != nil {
+				return nil, err
+			}
+			n[idx] = c
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("%q is beneath a value that is neither an object nor an array", tok)
 }

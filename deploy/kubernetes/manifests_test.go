@@ -18,20 +18,24 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// TestManifests holds every invariant on the manifests as they are.
+// TestManifests holds every invariant on the manifests as they are: this
+// directory's, and the unprivileged variant's as kustomize builds it.
 func TestManifests(t *testing.T) {
-	s := load(t)
+	metrics := servedMetrics(t)
 	names := make([]string, 0, len(checks))
 	for name := range checks {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			if err := checks[name](s); err != nil {
-				t.Error(err)
-			}
-		})
+	for _, variant := range []string{".", overlayDir} {
+		s := loadVariant(t, variant, metrics)
+		for _, name := range names {
+			t.Run(variant+"/"+name, func(t *testing.T) {
+				if err := checks[name](s); err != nil {
+					t.Error(err)
+				}
+			})
+		}
 	}
 }
 
@@ -139,11 +143,30 @@ var mutations = []mutation{
 	{"privileged", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.Privileged = ptr(true) }},
 	{"privilege escalation", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.AllowPrivilegeEscalation = ptr(true) }},
 	{"privilege escalation unset", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.AllowPrivilegeEscalation = nil }},
-	{"root allowed", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot = ptr(false) }},
-	{"runs as uid 0", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsUser = ptr[int64](0) }},
-	{"runs as gid 0", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.SecurityContext.RunAsGroup = ptr[int64](0) }},
-	{"SYS_ADMIN added", "privilege", func(t *testing.T, s *set) {
-		executor(t, s).SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+	{"root with the node's uids", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.HostUsers = ptr(true) }},
+	{"root and hostUsers unset", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.HostUsers = nil }},
+	{"root with runAsNonRoot", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsNonRoot = ptr(true) }},
+	{"root by the pod's runAsNonRoot", "privilege", func(t *testing.T, s *set) {
+		executor(t, s).SecurityContext.RunAsNonRoot = nil
+		s.dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot = ptr(true)
+	}},
+	{"user left to the image", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsUser = nil }},
+	{"group left to the image", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsGroup = nil }},
+	{"an extra capability", "privilege", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "NET_ADMIN")
+	}},
+	{"an extra capability by its CAP_ name", "privilege", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "CAP_SYS_MODULE")
+	}},
+	{"SYS_NICE, useless in a user namespace", "privilege", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "SYS_NICE")
+	}},
+	{"a capability missing", "privilege", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.SecurityContext.Capabilities.Add = slices.DeleteFunc(c.SecurityContext.Capabilities.Add, func(c corev1.Capability) bool { return c == "SETUID" })
 	}},
 	{"capabilities kept", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.Capabilities.Drop = nil }},
 	{"seccomp unconfined", "privilege", func(t *testing.T, s *set) {
@@ -153,7 +176,6 @@ var mutations = []mutation{
 		s.dep.Spec.Template.Spec.SecurityContext.SeccompProfile.LocalhostProfile = ptr("other.json")
 	}},
 	{"writable root", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.ReadOnlyRootFilesystem = ptr(false) }},
-	{"host users", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.HostUsers = nil }},
 	{"host network", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.HostNetwork = true }},
 	{"host PID", "privilege", func(_ *testing.T, s *set) { s.dep.Spec.Template.Spec.HostPID = true }},
 	{"host path", "privilege", func(_ *testing.T, s *set) {
@@ -170,6 +192,36 @@ var mutations = []mutation{
 		s.dep.Spec.Template.Spec.InitContainers = []corev1.Container{*c}
 	}},
 	{"no security context", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext = nil }},
+
+	// mode
+	{"root without the cgroup remount", "mode", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Command = slices.DeleteFunc(c.Command, func(a string) bool { return a == "--writable-cgroup" })
+	}},
+	{"root with the rlimits opt-out", "mode", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Env = append(c.Env, corev1.EnvVar{Name: "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY", Value: "true"})
+	}},
+	{"root with the opt-out off", "mode", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Env = append(c.Env, corev1.EnvVar{Name: "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY", Value: "false"})
+	}},
+	{"serve without the init", "mode", func(t *testing.T, s *set) {
+		executor(t, s).Command = []string{"/usr/local/bin/coderunner"}
+	}},
+	{"the image's command", "mode", func(t *testing.T, s *set) { executor(t, s).Command = nil }},
+	{"the init running a shell", "mode", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Command[len(c.Command)-1] = "/bin/sh"
+	}},
+	{"an unknown init flag", "mode", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Command = slices.Insert(c.Command, 2, "--verbose")
+	}},
+	{"serve on another address", "mode", func(t *testing.T, s *set) {
+		executor(t, s).Args = []string{"serve", "--addr", "0.0.0.0:9090"}
+	}},
+	{"doctor instead of serve", "mode", func(t *testing.T, s *set) { executor(t, s).Args = []string{"doctor"} }},
 
 	// secrets
 	{"internal token literal", "secrets", func(t *testing.T, s *set) {
@@ -225,14 +277,13 @@ var mutations = []mutation{
 			}
 		}
 	}},
-	{"compile cache on the root file system", "environment", func(t *testing.T, s *set) {
-		setEnv(t, s, corev1.EnvVar{Name: "XDG_CACHE_HOME", Value: "/home/coderunner/.cache"})
-	}},
+	{"compile cache on the root file system", "environment", func(t *testing.T, s *set) { dropMount(t, s, "/var/cache") }},
+	{"sandbox state on the root file system", "environment", func(t *testing.T, s *set) { dropMount(t, s, "/run") }},
 	{"work dir on the root file system", "environment", func(t *testing.T, s *set) {
-		editConfig(t, s, "work_dir: /tmp/coderunner", "work_dir: /var/lib/coderunner/work")
+		editConfig(t, s, "work_dir: /tmp\n", "work_dir: /var/lib/coderunner/work\n")
 	}},
-	{"misspelt opt-out", "environment", func(t *testing.T, s *set) {
-		env(executor(t, s), "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY").Name = "CODERUNNER_BACKEND_ALLOW_RLIMIT_ONLY"
+	{"work dir beneath an empty volume", "environment", func(t *testing.T, s *set) {
+		editConfig(t, s, "work_dir: /tmp\n", "work_dir: /tmp/coderunner\n")
 	}},
 	{"misspelt setting", "environment", func(t *testing.T, s *set) {
 		c := executor(t, s)
@@ -334,27 +385,80 @@ var mutations = []mutation{
 	}},
 }
 
-// TestChecksCatchBrokenManifests breaks each invariant in turn: its check
-// must say so.
+// unprivilegedMutations: each is a broken unprivileged variant that its
+// check must catch.
+var unprivilegedMutations = []mutation{
+	{"a capability", "privilege", func(t *testing.T, s *set) {
+		executor(t, s).SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+	}},
+	{"root allowed", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsNonRoot = ptr(false) }},
+	{"runAsNonRoot unset", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsNonRoot = nil }},
+	{"group 0", "privilege", func(t *testing.T, s *set) { executor(t, s).SecurityContext.RunAsGroup = ptr[int64](0) }},
+	{"the cgroup remount", "mode", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Command = slices.Insert(c.Command, 2, "--writable-cgroup")
+	}},
+	{"no rlimits opt-out", "mode", func(t *testing.T, s *set) { dropEnv(t, s, "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY") }},
+	{"the opt-out off", "mode", func(t *testing.T, s *set) {
+		setEnv(t, s, corev1.EnvVar{Name: "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY", Value: "false"})
+	}},
+	{"misspelt opt-out", "environment", func(t *testing.T, s *set) {
+		env(executor(t, s), "CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY").Name = "CODERUNNER_BACKEND_ALLOW_RLIMIT_ONLY"
+	}},
+	{"compile cache on the root file system", "environment", func(t *testing.T, s *set) {
+		setEnv(t, s, corev1.EnvVar{Name: "XDG_CACHE_HOME", Value: "/home/coderunner/.cache"})
+	}},
+	{"compile cache in the home", "environment", func(t *testing.T, s *set) { dropEnv(t, s, "XDG_CACHE_HOME") }},
+	{"sandbox state on the root file system", "environment", func(t *testing.T, s *set) {
+		c := executor(t, s)
+		c.Env = append(c.Env, corev1.EnvVar{Name: "TMPDIR", Value: "/var/tmp"})
+	}},
+}
+
+// dropMount removes the executor's mount at path.
+func dropMount(t *testing.T, s *set, path string) {
+	t.Helper()
+	c := executor(t, s)
+	n := len(c.VolumeMounts)
+	c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == path })
+	if len(c.VolumeMounts) == n {
+		t.Fatalf("no mount at %s", path)
+	}
+}
+
+// TestChecksCatchBrokenManifests breaks each invariant in turn, in this
+// directory and in the unprivileged variant: its check must say so.
 func TestChecksCatchBrokenManifests(t *testing.T) {
 	metrics := servedMetrics(t)
 	covered := map[string]bool{}
+	var all []struct {
+		variant string
+		mutation
+	}
 	for _, m := range mutations {
-		t.Run(m.check+"/"+m.name, func(t *testing.T) {
+		all = append(all, struct {
+			variant string
+			mutation
+		}{".", m})
+	}
+	for _, m := range unprivilegedMutations {
+		all = append(all, struct {
+			variant string
+			mutation
+		}{overlayDir, m})
+	}
+	for _, m := range all {
+		t.Run(m.variant+"/"+m.check+"/"+m.name, func(t *testing.T) {
 			check, ok := checks[m.check]
 			if !ok {
 				t.Fatalf("no check %q", m.check)
 			}
-			s, err := loadDir(".")
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.metrics = maps(metrics)
+			s := loadVariant(t, m.variant, copySet(metrics))
 			if err := check(s); err != nil {
 				t.Fatalf("fails before the mutation: %v", err)
 			}
 			m.mutate(t, s)
-			err = check(s)
+			err := check(s)
 			if err == nil {
 				t.Fatalf("%s: not caught", m.name)
 			}
@@ -369,8 +473,8 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 	}
 }
 
-// maps copies a set of names.
-func maps(m map[string]bool) map[string]bool {
+// copySet copies a set of names.
+func copySet(m map[string]bool) map[string]bool {
 	out := make(map[string]bool, len(m))
 	for k, v := range m {
 		out[k] = v
@@ -378,27 +482,42 @@ func maps(m map[string]bool) map[string]bool {
 	return out
 }
 
-// copyDir copies this directory's files to a new directory.
+// copyDir copies this directory's files, and the unprivileged variant's,
+// to a new directory.
 func copyDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	ents, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
+	for _, sub := range []string{".", overlayDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
 		}
-		data, err := os.ReadFile(e.Name())
+		ents, err := os.ReadDir(sub)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o600); err != nil {
-			t.Fatal(err)
+		for _, e := range ents {
+			if e.IsDir() {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(sub, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, sub, e.Name()), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return dir
+}
+
+// loadCopy loads the copy in dir: the unprivileged variant when file is
+// one of its own, else this directory's set.
+func loadCopy(dir, file string) (*set, error) {
+	if filepath.Dir(file) == overlayDir {
+		return loadOverlay(filepath.Join(dir, overlayDir))
+	}
+	return loadDir(dir)
 }
 
 // TestDecodingIsStrict: a manifest the API server would read differently
@@ -421,6 +540,19 @@ func TestDecodingIsStrict(t *testing.T) {
 		{"listed file missing", kustomizationFile, "  - pdb.yaml\n", "  - pdb.yaml\n  - missing.yaml\n"},
 		{"manifest not listed", kustomizationFile, "  - pdb.yaml\n", ""},
 		{"object without kind", "service.yaml", "kind: Service\n", ""},
+		{"variant: unknown field", overlayDir + "/" + kustomizationFile, "kind: Kustomization\n", "kind: Kustomization\nnamePrefix: x-\n"},
+		{"variant: on another base", overlayDir + "/" + kustomizationFile, "  - ..\n", "  - ../other\n"},
+		{"variant: a second base", overlayDir + "/" + kustomizationFile, "  - ..\n", "  - ..\n  - ../unprivileged\n"},
+		{"variant: patch of another Deployment", overlayDir + "/" + kustomizationFile, "name: coderunner-executor", "name: other"},
+		{"variant: patch of another kind", overlayDir + "/" + kustomizationFile, "kind: Deployment", "kind: StatefulSet"},
+		{"variant: patch file renamed", overlayDir + "/" + kustomizationFile, "path: executor.yaml", "path: missing.yaml"},
+		{"variant: patch of a field that is not there", overlayDir + "/executor.yaml", "securityContext/runAsUser\n", "securityContext/runAsUserr\n"},
+		{"variant: patch of a second container", overlayDir + "/executor.yaml", "containers/0/command", "containers/1/command"},
+		{"variant: patch removing what is not there", overlayDir + "/executor.yaml", "capabilities/add", "capabilities/ad"},
+		{"variant: patch operation not applied here", overlayDir + "/executor.yaml", "- op: remove\n", "- op: test\n  value: [SYS_ADMIN]\n"},
+		{"variant: patch value of the wrong type", overlayDir + "/executor.yaml", "  value: 10001\n", "  value: \"10001\"\n"},
+		{"variant: patch field unknown", overlayDir + "/executor.yaml", "- op: remove\n", "- op: remove\n  values: x\n"},
+		{"variant: patch adding an unknown field", overlayDir + "/executor.yaml", "- op: replace\n  path: /spec/template/spec/containers/0/securityContext/runAsGroup\n", "- op: add\n  path: /spec/template/spec/containers/0/securityContext/runAsGroupp\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t)
@@ -435,7 +567,7 @@ func TestDecodingIsStrict(t *testing.T) {
 			if err := os.WriteFile(path, []byte(strings.Replace(string(data), tc.old, tc.new, 1)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := loadDir(dir); err == nil {
+			if _, err := loadCopy(dir, tc.file); err == nil {
 				t.Fatal("loaded")
 			} else {
 				t.Log(err)
@@ -443,8 +575,30 @@ func TestDecodingIsStrict(t *testing.T) {
 		})
 	}
 	t.Run("untouched copy loads", func(t *testing.T) {
-		if _, err := loadDir(copyDir(t)); err != nil {
+		dir := copyDir(t)
+		if _, err := loadDir(dir); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := loadOverlay(filepath.Join(dir, overlayDir)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("stray file in the variant", func(t *testing.T) {
+		dir := copyDir(t)
+		if err := os.WriteFile(filepath.Join(dir, overlayDir, "extra.yaml"), []byte("- op: remove\n  path: /spec/replicas\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadOverlay(filepath.Join(dir, overlayDir)); err == nil {
+			t.Fatal("a file kubectl apply -k leaves out was accepted")
+		}
+	})
+	t.Run("variant over a broken base", func(t *testing.T) {
+		dir := copyDir(t)
+		if err := os.WriteFile(filepath.Join(dir, "pdb.yaml"), []byte("kind: PodDisruptionBudgets\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadOverlay(filepath.Join(dir, overlayDir)); err == nil {
+			t.Fatal("the variant loaded over a broken base")
 		}
 	})
 	t.Run("stray manifest", func(t *testing.T) {

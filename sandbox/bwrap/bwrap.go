@@ -18,6 +18,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/seccomp"
+	"github.com/coderunner/coderunner/internal/userns"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/uidpool"
 )
@@ -126,6 +127,11 @@ func New(opts Options) (*Backend, error) {
 			base = DefaultHostUIDBase
 		}
 		b.users = uidpool.Shared(base+sandboxUID, users)
+		// Root of a user namespace of its own may use only the ids it
+		// maps; bwrap's setresuid would fail with EINVAL, unexplained.
+		if err := userns.Mapped(base+sandboxUID, users); err != nil {
+			return nil, fmt.Errorf("%w: the sandboxes' uids: %w", sandbox.ErrUnavailable, err)
+		}
 	}
 	b.stateDir = opts.StateDir
 	if b.stateDir == "" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/cgroup"
 	"github.com/coderunner/coderunner/internal/seccomp"
+	"github.com/coderunner/coderunner/internal/userns"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/internal/kquota"
 	"github.com/coderunner/coderunner/sandbox/internal/uidpool"
@@ -133,8 +134,12 @@ type Backend struct {
 	// ready.
 	coldStarts atomic.Uint64
 
-	pool      *warmPool
-	closeOnce sync.Once
+	pool *warmPool
+	// background is set where sandboxes started ahead of need can run at
+	// the lowest priority until a run takes them: as root, where the
+	// priority can be given back (priorityRestorable).
+	background bool
+	closeOnce  sync.Once
 	// open are the series not yet closed, whose kept sandboxes Close
 	// releases.
 	seriesMu sync.Mutex
@@ -170,6 +175,11 @@ func New(opts Options) (*Backend, error) {
 	if b.privileged {
 		b.innerUID = sandboxUID
 		b.owners = uidpool.Shared(b.hostBase+ownerOffset, owners)
+		// Root of a user namespace of its own may use only the ids it
+		// maps; a sandbox's setresuid would fail with EINVAL, unexplained.
+		if err := userns.Mapped(b.hostBase, ownerOffset+owners); err != nil {
+			return nil, fmt.Errorf("%w: the sandboxes' uids: %w", sandbox.ErrUnavailable, err)
+		}
 	}
 	b.noAttach.Store(opts.noAttach)
 	b.clone = cloneWorkspace
@@ -227,6 +237,11 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
 	if opts.Warm > 0 && b.refusal == nil {
+		b.background = b.privileged && priorityRestorable()
+		if b.privileged && !b.background {
+			b.log.Info("sandboxes started ahead of need keep the normal priority: this process could not give a lowered priority back (CAP_SYS_NICE counts only outside a user namespace)",
+				"event", "warm_priority_normal")
+		}
 		b.startPool(min(opts.Warm, maxWarm))
 	}
 	return b, nil

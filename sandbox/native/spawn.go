@@ -424,6 +424,32 @@ const refillDelay = 3 * time.Millisecond
 // backgroundNice is the nice value of sandboxes started ahead of need.
 const backgroundNice = 19
 
+// priorityRestorable reports whether this process can give a thread it
+// lowered to backgroundNice its normal priority back. Root of the host
+// can (CAP_SYS_NICE); root of a user namespace of its own (a Kubernetes
+// pod with hostUsers: false) cannot, as the kernel honours CAP_SYS_NICE
+// only in the initial user namespace, and nor can anyone whose
+// RLIMIT_NICE forbids it. It tries on a thread of its own, which ends
+// with the try.
+func priorityRestorable() bool {
+	ok := make(chan bool)
+	go func() {
+		// Never unlocked: the thread, whatever its priority now, ends
+		// with this goroutine.
+		runtime.LockOSThread()
+		ok <- lowerAndRestore()
+	}()
+	return <-ok
+}
+
+// lowerAndRestore lowers the calling thread to backgroundNice and gives it
+// the normal priority back, and reports whether both were allowed.
+func lowerAndRestore() bool {
+	tid := unix.Gettid()
+	return unix.Setpriority(unix.PRIO_PROCESS, tid, backgroundNice) == nil &&
+		unix.Setpriority(unix.PRIO_PROCESS, tid, 0) == nil
+}
+
 // warmPool keeps sandbox inits started ahead of need, so that a run only
 // pays for its setup and its program. Every init is fresh and serves one
 // run; none is ever reused.
@@ -465,12 +491,13 @@ func (b *Backend) startPool(size int) {
 // Starting a sandbox costs a few milliseconds of CPU (the kernel creating
 // namespaces, above all a network namespace, then the first phase), and a
 // refill starts the moment a run takes a sandbox: on a machine with few
-// cores it would compete with that run. As root, refills run at the
-// lowest priority instead, on a thread of their own whose priority the
-// init inherits, and take gives the init back the normal priority.
+// cores it would compete with that run. Where the priority can be given
+// back (b.background), refills run at the lowest priority instead, on a
+// thread of their own whose priority the init inherits, and take gives
+// the init back the normal priority.
 func (b *Backend) refill(p *warmPool) {
 	background := false
-	if b.privileged {
+	if b.background {
 		// The inits this thread starts die with it (Pdeathsig): it must
 		// outlive the pool, so it is given back, at the normal priority,
 		// rather than left to end with the goroutine.
