@@ -76,15 +76,19 @@ type Options struct {
 	hooks *hooks
 }
 
-// hooks replace the two places where cgroupfs behaves unlike a regular
-// file system: mkdir creates control files, and rmdir removes a directory
-// that still lists them.
+// hooks replace the places where cgroupfs behaves unlike a regular file
+// system: mkdir creates control files, rmdir removes a directory that
+// still lists them, and a process written to one cgroup.procs leaves
+// another.
 type hooks struct {
 	// populate runs after each mkdir, with the controllers of the
 	// hierarchy (nil on v2).
 	populate func(dir string, controllers []string) error
 	// rmdir replaces rmdir(2).
 	rmdir func(dir string) error
+	// move replaces the write of pid to the cgroup.procs of the group at
+	// to, which takes the process out of the group at from.
+	move func(from, to int, pid []byte) error
 }
 
 func (o Options) withDefaults() Options {

@@ -447,3 +447,78 @@ func TestKernelResetPeak(t *testing.T) {
 		t.Fatalf("PeakMemory = %d after the reset of an idle group, want what it uses now (%d)", after.PeakMemory, after.Memory)
 	}
 }
+
+// A reset with a process in the group, as a kept sandbox's is: the
+// process keeps running under the group's limits, and Stats counts what
+// it does after the reset only.
+func TestKernelResetPeakWithProcess(t *testing.T) {
+	const limit = 64 << 20
+	_, err := os.Stat("/usr/bin/python3")
+	testutil.Require(t, err == nil, "needs /usr/bin/python3")
+	g := kernelGroup(t, Limits{Memory: limit, Processes: 16})
+	// The first python holds 40 MiB, the second touches 200 MiB after
+	// the reset: the limit must stop it, the group's, not a fresh one.
+	cmd := exec.Command("/bin/sh", "-c", `read go && /usr/bin/python3 -c "import sys; b = bytearray(40 << 20); print(1, flush=True); sys.stdin.readline()" && exec /usr/bin/python3 -c "b = bytearray(200 << 20)"`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	if err := g.Add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	before, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.PeakMemory < 40<<20 {
+		t.Fatalf("PeakMemory = %d before the reset, want the 40 MiB python holds", before.PeakMemory)
+	}
+	if err := g.ResetPeak(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.OOMKills != 0 {
+		t.Fatalf("OOMKills = %d right after the reset, want 0", after.OOMKills)
+	}
+	// The first python ends, the second starts in the same group.
+	if _, err := io.WriteString(stdin, "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if sig := waitSignal(t, cmd); sig != syscall.SIGKILL {
+		t.Fatalf("python ended by %v, want SIGKILL", sig)
+	}
+	end, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats before the reset %+v, right after %+v, at the end %+v", before, after, end)
+	if end.OOMKills < 1 {
+		t.Errorf("OOMKills = %d after the reset, want the kill of the second python", end.OOMKills)
+	}
+	if end.PeakMemory > limit+limit/16 {
+		t.Errorf("PeakMemory = %d, want at most the %d limit", end.PeakMemory, limit)
+	}
+	if end.CPU <= after.CPU {
+		t.Errorf("CPU = %v at the end, %v after the reset: want the time the second python ran counted", end.CPU, after.CPU)
+	}
+}
