@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(unprivilegedEnv) == "1" {
 		os.Exit(unprivilegedChild())
 	}
+	if mode := os.Getenv(delegatedEnv); mode != "" {
+		os.Exit(delegatedChild(mode == "full"))
+	}
 	os.Exit(m.Run())
 }
 
