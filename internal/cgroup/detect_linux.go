@@ -102,7 +102,7 @@ func (m *Manager) mkdirBase(dir string, controllers []string) error {
 	case errors.Is(err, os.ErrExist):
 		return nil
 	case errors.Is(err, os.ErrPermission):
-		return unavailable("unable to create %s: %v (the cgroup is not delegated to uid %d)", dir, err, os.Geteuid())
+		return fmt.Errorf("%w: unable to create %s: %w (the cgroup is not delegated to uid %d)", ErrUnavailable, dir, err, os.Geteuid())
 	case err != nil:
 		return unavailable("unable to create %s: %v", dir, err)
 	}

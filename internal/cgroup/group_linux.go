@@ -201,17 +201,16 @@ func (g *Group) ResetPeak() error {
 		if s.f.name != ctlMemoryPeak.name || !s.writable {
 			continue
 		}
-		defer g.mu.RUnlock()
-		for {
-			_, err := unix.Write(s.fd, []byte("reset\n"))
-			switch {
-			case err == unix.EINTR:
-				continue
-			case err != nil:
+		err := writePeak(s.fd)
+		if !errors.Is(err, unix.EINVAL) {
+			g.mu.RUnlock()
+			if err != nil {
 				return fmt.Errorf("unable to reset %s/%s: %w", g.statPath(0), ctlMemoryPeak.name, err)
 			}
 			return nil
 		}
+		// Before Linux 6.12 root opens memory.peak for writing (cgroupfs
+		// has a write handler for every file) and the write fails.
 	}
 	g.mu.RUnlock()
 	g.mu.Lock()
@@ -220,6 +219,16 @@ func (g *Group) ResetPeak() error {
 		return fmt.Errorf("unable to reset the peak memory of %s: %w", g.name, ErrDestroyed)
 	}
 	return g.newLeaf()
+}
+
+// writePeak writes a reset to the memory.peak open at fd.
+func writePeak(fd int) error {
+	for {
+		_, err := unix.Write(fd, []byte("reset\n"))
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // Tries of newLeaf at moving the group's processes: each round moves

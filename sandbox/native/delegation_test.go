@@ -270,7 +270,7 @@ func TestDelegatedCgroupNamespace(t *testing.T) {
 	testutil.Require(t, err == nil, "needs unshare(1) (util-linux)")
 	dir := subtree(t)
 	rep := startIn(t, dir, 0, true, "unshare", "--cgroup", "--mount", "--propagation", "private",
-		"/bin/sh", "-c", `mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$0"`)
+		"/bin/sh", "-c", `umount /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$0"`)
 	checkWorks(t, rep, dir, "/coderunner-self")
 }
 
