@@ -49,8 +49,10 @@ type Group struct {
 	// the child; Stats reads the child, whose counters started at zero.
 	leaf     int
 	leafName string
-	// leaves counts the children made, to name the next one.
-	leaves int
+	// leaves counts the children made, to name the next one; oldLeaves
+	// are those a reset could not remove yet.
+	leaves    int
+	oldLeaves []string
 }
 
 // Name returns the name the group was created with.
@@ -231,10 +233,10 @@ func writePeak(fd int) error {
 	}
 }
 
-// Tries of newLeaf at moving the group's processes: each round moves
-// every process listed, so only processes forking as fast as they are
-// moved need more than two.
-const moveTries = 64
+// moveTimeout bounds how long newLeaf waits for the group's processes to
+// be moved: a process that is exiting stays listed, and cannot be moved,
+// until its exit is done, and one that forks fast may need a few rounds.
+const moveTimeout = 2 * time.Second
 
 // newLeaf moves the group's processes into a new child group and makes
 // it the one Stats reads (see ResetPeak). The caller holds g.mu for
@@ -272,11 +274,14 @@ func (g *Group) newLeaf() (retErr error) {
 		// controllers to the child: the no-internal-process rule
 		// refuses that to a group that holds processes, so a process
 		// forked there meanwhile is moved too.
-		for try := 0; ; try++ {
+		deadline := time.Now().Add(moveTimeout)
+		var b backoff
+		for {
 			err = writeAt(g.fds[0], ctlSubtreeControl, []byte("+"+strings.Join(g.m.hiers[0].controllers, " +")))
-			if err == nil || !errors.Is(err, unix.EBUSY) || try == moveTries {
+			if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 				break
 			}
+			b.sleep()
 			if err := g.m.moveProcs(g.fds[0], fd); err != nil {
 				return fmt.Errorf("unable to move the processes of %s into %s: %w", g.statPath(0), dir, err)
 			}
@@ -296,9 +301,10 @@ func (g *Group) newLeaf() (retErr error) {
 	g.peak.Store(0)
 	if oldFD >= 0 {
 		_ = unix.Close(oldFD)
-		// Empty now: what it had charged goes to the group.
-		if err := g.m.rmdirRetry(g.m.hiers[0].base + "/" + g.name + "/" + oldName); err != nil {
-			return err
+		// Empty now: what it had charged goes to the group. One that a
+		// process still exiting keeps busy is left to Destroy.
+		if g.m.rmdirRetry(g.m.hiers[0].base+"/"+g.name+"/"+oldName) != nil {
+			g.oldLeaves = append(g.oldLeaves, oldName)
 		}
 	}
 	return nil
@@ -309,7 +315,12 @@ func (g *Group) newLeaf() (retErr error) {
 func (m *Manager) moveProcs(from, to int) error {
 	var stack [16]int
 	pids := stack[:0]
-	for range moveTries {
+	deadline := time.Now().Add(moveTimeout)
+	var b backoff
+	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
+		if round > 0 {
+			b.sleep()
+		}
 		var err error
 		if pids, err = readPids(from, pids[:0]); err != nil {
 			return err
@@ -331,7 +342,7 @@ func (m *Manager) moveProcs(from, to int) error {
 			}
 		}
 	}
-	return fmt.Errorf("processes still there after %d rounds of moves", moveTries)
+	return fmt.Errorf("processes %v still there after %v of moves", pids, moveTimeout)
 }
 
 // read reads the control file f of hierarchy h, through the descriptor
@@ -587,9 +598,11 @@ func (g *Group) Destroy() error {
 		g.closeFDs()
 		g.destroyed = true
 	}
-	if g.leafName != "" {
-		// A child first: a group with children cannot be removed.
-		errs = append(errs, g.m.rmdirRetry(g.m.hiers[0].base+"/"+g.name+"/"+g.leafName))
+	// The children first: a group with children cannot be removed.
+	for _, leaf := range append(g.oldLeaves, g.leafName) {
+		if leaf != "" {
+			errs = append(errs, g.m.rmdirRetry(g.m.hiers[0].base+"/"+g.name+"/"+leaf))
+		}
 	}
 	for _, h := range g.m.hiers {
 		errs = append(errs, g.m.rmdirRetry(h.base+"/"+g.name))
