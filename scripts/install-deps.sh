@@ -10,6 +10,10 @@ command -v g++ >/dev/null || need+=(g++)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# make test-cgroup2: a QEMU guest that mounts cgroup v2 only, its root
+# made with debootstrap into an ext4 image.
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 # make lint checks the sandbox init's C layout.
 command -v clang-format >/dev/null || need+=(clang-format)
 if ((${#need[@]})); then
