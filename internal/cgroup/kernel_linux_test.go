@@ -536,3 +536,31 @@ func TestKernelResetPeakWithProcess(t *testing.T) {
 		t.Errorf("CPU = %v at the end, %v after the reset: want the time the second python ran counted", end.CPU, after.CPU)
 	}
 }
+
+// TestKernelRemoveStaleAfterReset: the group of a sandbox that was kept
+// (its peak reset, which on v2 before Linux 6.12 makes a child group)
+// and whose owner died is removed whole.
+func TestKernelRemoveStaleAfterReset(t *testing.T) {
+	m := kernelManager(t)
+	name := fmt.Sprintf("t%d-stale", os.Getpid())
+	g, err := m.Create(name, Limits{Memory: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Destroy() })
+	if err := g.ResetPeak(); err != nil {
+		t.Fatal(err)
+	}
+	// The owner dies: its descriptors close, its directories stay.
+	g.mu.Lock()
+	g.closeFDs()
+	g.mu.Unlock()
+	if n := m.RemoveStale(0, func(n string) bool { return n == name }); n != len(m.hiers) {
+		t.Fatalf("RemoveStale removed %d directories, want %d (the group in every hierarchy)", n, len(m.hiers))
+	}
+	for _, h := range m.hiers {
+		if _, err := os.Lstat(h.base + "/" + name); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s/%s is still there", h.base, name)
+		}
+	}
+}
