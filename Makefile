@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-cgroup2 lint bench fuzz deps images clean
+.PHONY: build run test test-cgroup2 test-rootless lint bench fuzz deps images image test-image clean
 
 build: ## build bin/coderunner
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
@@ -21,6 +21,9 @@ test: ## vet and the whole test suite with the race detector (as root the privil
 
 test-cgroup2: ## the cgroup, native, bwrap and runner suites, as root and rootless, in a QEMU guest that mounts cgroup v2 only
 	scripts/test-cgroup2.sh
+
+test-rootless: ## as root: the suites and the binary as an ordinary user, without and with a delegated cgroup
+	scripts/test-rootless.sh
 
 lint: $(LINT) ## golangci-lint with the project's configuration, and the C layout (clang-format)
 	$(LINT) run ./...
@@ -41,6 +44,12 @@ deps: ## install the system packages the tests need (Debian; run as root)
 images: ## start dockerd if needed and build the docker backend's local images (IMAGES="core java ...")
 	scripts/start-dockerd.sh
 	scripts/build-images.sh $(IMAGES)
+
+image: ## build the service image coderunner/executor:latest (starts dockerd, builds the Debian root if not cached)
+	scripts/build-executor-image.sh
+
+test-image: ## build the image, start it with deploy/run-container.sh and drive it from outside
+	scripts/test-image.sh
 
 clean:
 	rm -rf bin

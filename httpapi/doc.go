@@ -43,7 +43,8 @@
 // *ExitStatus such as ExitSIGTERM, says how: /health turns 503 and new
 // executions are refused at once; running and queued /execute executions
 // are stopped and reported crashed; pending results get what is left of
-// the grace period (2 s by default) to reach the control plane, then the
+// the grace period (Options.ShutdownGrace: 2 s by default, the setting
+// server.shutdown_timeout in serve) to reach the control plane, then the
 // exited callback is sent, all within the grace period, and the listener
 // closes.
 package httpapi

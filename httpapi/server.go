@@ -497,7 +497,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error
 func (s *Server) shutdown(srv *http.Server, status *ExitStatus) {
 	start := time.Now()
 	deadline := start.Add(s.grace)
-	s.log.Info("shutting down", "event", "shutdown", "exit_reason", status.Reason)
+	s.log.Info("shutting down", "event", "shutdown", "exit_reason", status.Reason, "grace_ms", s.grace.Milliseconds())
 	s.mu.Lock()
 	s.state = stateDraining
 	s.mu.Unlock()

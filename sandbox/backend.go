@@ -32,6 +32,10 @@ type Report struct {
 	Checks []Check
 	// Warnings are weaknesses the backend has here.
 	Warnings []string
+	// Refused, when set, says why every run is refused though the
+	// backend works here: a guarantee cannot hold and the caller did not
+	// opt out of it (ErrNoCgroup).
+	Refused string
 }
 
 // Check is one fact of a Report.

@@ -8,6 +8,8 @@
 #
 # Usage: scripts/build-images.sh [GROUP...]     (default: core; "all" for all)
 #   core        python3, gcc, g++, bash  -> python, python3, c, cpp, bash
+#               (and bubblewrap: the executor image, scripts/build-executor-image.sh,
+#               is this root with coderunner added, and runs the bwrap backend)
 #   java        default-jdk-headless     -> java
 #   javascript  nodejs                   -> javascript
 #   go          golang-go                -> go
@@ -51,7 +53,7 @@ self="$(readlink -f "$0")"
 
 packages() {
 	case "$1" in
-	core) echo "python3 gcc g++ libc6-dev" ;;
+	core) echo "python3 gcc g++ libc6-dev bubblewrap" ;;
 	java) echo "default-jdk-headless" ;;
 	javascript) echo "nodejs" ;;
 	go) echo "golang-go" ;;

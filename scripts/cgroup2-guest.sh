@@ -11,7 +11,7 @@
 # named after its path with "/" made "_".
 #
 # A rootless suite runs as the unprivileged user tester (uid 1000) with
-# CODERUNNER_TEST_ROOTLESS=1, alone at the root of a cgroup subtree given
+# CODERUNNER_TEST_ROOTLESS=1 and CODERUNNER_TEST_DELEGATED_CGROUP=1, alone at the root of a cgroup subtree given
 # to it as systemd's Delegate=yes gives one: the user owns the directory,
 # cgroup.procs, cgroup.subtree_control and cgroup.threads.
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -60,7 +60,7 @@ run() {
 			cd "$dir" || exit 1
 			echo $$ >"$cg/cgroup.procs" || exit 1
 			exec setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-				env -i PATH="$PATH" HOME=/tmp/tester TMPDIR=/tmp CI=true CODERUNNER_TEST_ROOTLESS=1 CODERUNNER_TEST_CGROUP2=1 \
+				env -i PATH="$PATH" HOME=/tmp/tester TMPDIR=/tmp CI=true CODERUNNER_TEST_ROOTLESS=1 CODERUNNER_TEST_DELEGATED_CGROUP=1 CODERUNNER_TEST_CGROUP2=1 \
 				"$bin" -test.v -test.count=1 -test.timeout=40m -test.run "$match" -test.skip "$skip"
 		) </dev/null >"/host/out/$name.log" 2>&1
 	else

@@ -14,6 +14,9 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 # made with debootstrap into an ext4 image.
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+# scripts/test-rootless.sh drives serve with curl and finds it with pgrep.
+command -v curl >/dev/null || need+=(curl)
+command -v pgrep >/dev/null || need+=(procps)
 # make lint checks the sandbox init's C layout.
 command -v clang-format >/dev/null || need+=(clang-format)
 if ((${#need[@]})); then

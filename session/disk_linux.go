@@ -162,7 +162,9 @@ func unmountBelow(dir string, log *slog.Logger) {
 func mountTmpfs(dir string, size int64, inodes int) error {
 	err := capws.Mount(dir, size, inodes)
 	if errors.Is(err, capws.ErrUnsupported) {
-		return fmt.Errorf("%w: a session's workspace must be a size-capped tmpfs: %w", ErrDisabled, err)
+		// Without root a session's disk cap cannot hold: sessions are
+		// refused rather than given an uncapped directory.
+		return fmt.Errorf("%w without root: a session keeps its files between runs in a workspace capped in size and files, a tmpfs that only root (CAP_SYS_ADMIN) can mount on the host; run coderunner as root to use sessions (%w)", ErrDisabled, err)
 	}
 	return err
 }

@@ -272,6 +272,7 @@ func without(want, have []string) []string {
 func detectV1(opts Options, mounts []mount, members []membership) (*Manager, error) {
 	m := &Manager{version: V1, hooks: opts.hooks}
 	idx := map[string]*int{"memory": &m.mem, "pids": &m.pids, "cpu": &m.cpu, "cpuacct": &m.cpuacct, "freezer": &m.freezer}
+	owns := map[string]string{}
 	for _, c := range append(slices.Clone(v1Controllers), "freezer") {
 		required := c != "freezer"
 		*idx[c] = -1
@@ -296,6 +297,32 @@ func detectV1(opts Options, mounts []mount, members []membership) (*Manager, err
 				continue
 			}
 			return nil, unavailable("%s: %v", c, err)
+		}
+		owns[c] = own
+	}
+	if id := currentIdentity(); id.uid != 0 {
+		// An ordinary user creates groups only in a subtree root
+		// delegated to it (delegate_linux.go).
+		for _, c := range append(slices.Clone(v1Controllers), "freezer") {
+			own, ok := owns[c]
+			if !ok {
+				continue
+			}
+			dir, err := delegatedV1Dir(own, c, id)
+			switch {
+			case err == nil:
+				owns[c] = dir
+			case c == "freezer":
+				delete(owns, c)
+			default:
+				return nil, err
+			}
+		}
+	}
+	for _, c := range append(slices.Clone(v1Controllers), "freezer") {
+		own, ok := owns[c]
+		if !ok {
+			continue
 		}
 		base := filepath.Join(own, opts.Prefix)
 		// Co-mounted controllers share one hierarchy and one directory.

@@ -11,6 +11,14 @@
 // anything at a hierarchy root we are not in: that tree belongs to whoever
 // placed us, and under systemd or in a container it is not ours to write.
 //
+// An ordinary user on v1 creates groups only in a subtree root delegated
+// to it: its own cgroup, or else a directory coderunner-<user name> (or
+// coderunner-<uid>) found in its own cgroup or above it up to the top of
+// the hierarchy, as root makes one with mkdir and chown -R. A directory
+// counts only if it belongs to the user and the user may write its
+// cgroup.procs and tasks; the Prefix directory goes inside it. The freezer
+// is used only if it is delegated too.
+//
 // # v2 and v1
 //
 // A machine has the controllers on one interface or the other. Detect picks

@@ -73,6 +73,7 @@ func (f *fakeTree) files(controllers []string) map[string]string {
 		maps.Copy(out, v2Files)
 	} else {
 		out["cgroup.procs"] = ""
+		out["tasks"] = ""
 		for _, c := range controllers {
 			maps.Copy(out, v1Files[c])
 		}

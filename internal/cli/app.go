@@ -45,7 +45,8 @@ type App struct {
 }
 
 // Main runs the command line on the process's own streams and returns the
-// exit status.
+// exit status. Started as PID 1 (a container's first process), it runs the
+// command line again as the child of an init (coderunner init).
 func Main(ctx context.Context, args []string, version, commit string) int {
 	a := &App{
 		Stdin:     os.Stdin,
@@ -54,6 +55,9 @@ func Main(ctx context.Context, args []string, version, commit string) int {
 		LookupEnv: os.LookupEnv,
 		Version:   version,
 		Commit:    commit,
+	}
+	if os.Getpid() == 1 && (len(args) == 0 || args[0] != "init") {
+		return a.asInit(args)
 	}
 	return a.Run(ctx, args)
 }
@@ -77,6 +81,7 @@ func init() {
 		{"langs", "list the languages and whether their toolchains are available", (*App).langsCmd},
 		{"version", "print the version and commit", (*App).versionCmd},
 		{"mcp", "serve the MCP tools execute_code, judge_code and list_languages over stdio", (*App).mcpCmd},
+		{"init", "run a command as a container's init: forward signals, reap orphans", (*App).initCmd},
 	}
 }
 
@@ -152,6 +157,9 @@ type common struct {
 	config   string
 	logLevel string
 	json     bool
+	// allowRlimitsOnly is --allow-rlimits-only, over the configuration's
+	// backend.allow_rlimits_only when given.
+	allowRlimitsOnly bool
 	// source is where setup found the configuration.
 	source config.Source
 	// usage prints the command's help. The FlagSet's own Usage is a no-op
@@ -169,6 +177,8 @@ func (a *App) flagSet(name, args, about string, withBackend bool) (*flag.FlagSet
 	if withBackend {
 		fs.StringVar(&c.backend, "backend", backend.Auto,
 			"sandbox backend `NAME`: auto, native, bwrap or docker; auto takes the first that works here, in that order (the configuration's backend.name may change the default)")
+		fs.BoolVar(&c.allowRlimitsOnly, "allow-rlimits-only", false,
+			"where no cgroup is usable (an ordinary user without a delegated cgroup), run programs anyway with memory, process and CPU limits enforced per process by rlimits only, not for the whole process tree, with a warning; without it such runs are refused (configuration: backend.allow_rlimits_only, environment: CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY)")
 	}
 	fs.StringVar(&c.config, "config", "", "YAML configuration `FILE` (default: $"+config.EnvConfig+", else $XDG_CONFIG_HOME/coderunner/config.yaml (~/.config when unset), else "+config.SystemDir+"/config.yaml: the first that exists; the images scripts/build-images.sh recorded in "+config.SystemDir+"/"+config.ImagesFile+" lie beneath it); CODERUNNER_* environment variables override it")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "log `LEVEL`: debug, info, warn or error (JSON lines on stderr)")
@@ -245,6 +255,9 @@ func (a *App) setup(fs *flag.FlagSet, c *common) (*config.Config, *slog.Logger, 
 	c.source = src
 	if fs.Lookup("backend") != nil && !isSet(fs, "backend") {
 		c.backend = cfg.Backend.Name
+	}
+	if isSet(fs, "allow-rlimits-only") {
+		cfg.Backend.AllowRlimitsOnly = c.allowRlimitsOnly
 	}
 	if c.backend != "" && c.backend != backend.Auto &&
 		!slices.Contains(backend.Preference, c.backend) && !slices.Contains(a.Registry.Names(), c.backend) {

@@ -15,11 +15,14 @@ import (
 
 // backendInfo is one backend's probe as doctor shows it.
 type backendInfo struct {
-	Name      string          `json:"name"`
-	Available bool            `json:"available"`
-	Reason    string          `json:"reason,omitempty"`
-	Checks    []sandbox.Check `json:"checks"`
-	Warnings  []string        `json:"warnings"`
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	// RunsRefused says why every run is refused though the backend
+	// works (no usable cgroup, and rlimits alone not allowed).
+	RunsRefused string          `json:"runs_refused,omitempty"`
+	Checks      []sandbox.Check `json:"checks"`
+	Warnings    []string        `json:"warnings"`
 }
 
 // doctorReport is doctor's JSON.
@@ -30,12 +33,20 @@ type doctorReport struct {
 	Config    config.Source `json:"config"`
 	Backends  []backendInfo `json:"backends"`
 	Languages []langInfo    `json:"languages"`
+	// Container is what the container doctor runs in withheld; absent
+	// outside a container.
+	Container *containerReport `json:"container,omitempty"`
 }
 
 const doctorAbout = `Show what works on this machine: the configuration file loaded (and how it was
 found), every sandbox backend's probe (namespaces, cgroup version and
 controllers, seccomp, ...), which one --backend auto takes, and each
-language's toolchain and version. Exits 1 when no backend works here.`
+language's toolchain and version. Exits 1 when no backend works here.
+
+In a container it also says what the runtime withheld that the sandboxes
+need (a masked /proc, a seccomp profile or AppArmor profile that blocks
+namespaces or mounts, user namespaces, a writable cgroup), with the docker
+run setting that gives each back.`
 
 func (a *App) doctorCmd(ctx context.Context, args []string) int {
 	fs, c := a.flagSet("doctor", "", doctorAbout, false)
@@ -64,6 +75,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 		}
 	}
 	rep.Languages = discoverAll(ctx, t)
+	rep.Container = probeContainer(hostContainerEnv)
 
 	status := ExitOK
 	if rep.Auto == "" {
@@ -79,9 +91,13 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 	writeSource(w, rep.Config)
 	fmt.Fprintln(w, "Backends:")
 	for _, b := range rep.Backends {
-		if b.Available {
+		switch {
+		case b.Available && b.RunsRefused != "":
+			// The reason and the fixes are in the checks and warnings below.
+			fmt.Fprintf(w, "  %s: available, but every run is refused (see below)\n", b.Name)
+		case b.Available:
 			fmt.Fprintf(w, "  %s: available\n", b.Name)
-		} else {
+		default:
 			fmt.Fprintf(w, "  %s: not available: %s\n", b.Name, b.Reason)
 		}
 		for _, ch := range b.Checks {
@@ -95,6 +111,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 			fmt.Fprintf(w, "    warning: %s\n", warn)
 		}
 	}
+	writeContainer(w, rep.Container)
 	if rep.Auto != "" {
 		fmt.Fprintf(w, "--backend auto uses: %s\n", rep.Auto)
 	} else {
@@ -126,11 +143,12 @@ func probeAll(ctx context.Context, r *backend.Registry, opts backend.Options) []
 	reports := r.Reports(ctx, opts)
 	for _, rep := range reports {
 		out = append(out, backendInfo{
-			Name:      rep.Backend,
-			Available: rep.Available,
-			Reason:    rep.Reason,
-			Checks:    nonNilChecks(rep.Checks),
-			Warnings:  nonNil(rep.Warnings),
+			Name:        rep.Backend,
+			Available:   rep.Available,
+			Reason:      rep.Reason,
+			RunsRefused: rep.Refused,
+			Checks:      nonNilChecks(rep.Checks),
+			Warnings:    nonNil(rep.Warnings),
 		})
 	}
 	for _, name := range backend.Preference {

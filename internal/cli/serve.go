@@ -170,6 +170,7 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 		MaxConcurrent:     cfg.Server.MaxConcurrent,
 		QueueSize:         cfg.Server.QueueSize,
 		MaxBodyBytes:      int64(cfg.Server.MaxBodyMB) << 20,
+		ShutdownGrace:     cfg.Server.ShutdownTimeout.Std(),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Std(),
 		ReadTimeout:       cfg.Server.ReadTimeout.Std(),
 		WriteTimeout:      cfg.Server.WriteTimeout.Std(),

@@ -123,6 +123,8 @@ func TestServeInProcess(t *testing.T) {
 		"RESULTS_DIR":        t.TempDir(),
 		// A control plane needs an API token.
 		"CODERUNNER_API_TOKEN": "api-token",
+		// The grace of the shutdown, from the configuration.
+		"CODERUNNER_SERVER_SHUTDOWN_TIMEOUT": "1500ms",
 	}
 	ta.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -159,11 +161,18 @@ func TestServeInProcess(t *testing.T) {
 	if code := <-done; code != 143 {
 		t.Errorf("serve exited %d, want 143; stderr %s", code, ta.stderr)
 	}
+	grace := -1.0
 	for _, line := range strings.Split(strings.TrimSpace(ta.stderr.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil || m["time"] == nil || m["level"] == nil || m["msg"] == nil {
 			t.Errorf("log line is not JSON with time, level, msg: %q", line)
 		}
+		if m["event"] == "shutdown" {
+			grace, _ = m["grace_ms"].(float64)
+		}
+	}
+	if grace != 1500 {
+		t.Errorf("the shutdown's grace is %v ms, want 1500 from server.shutdown_timeout", grace)
 	}
 	if strings.Contains(ta.stderr.String(), "tok-123") {
 		t.Error("the token is in the log")

@@ -48,7 +48,9 @@ type Server struct {
 	MaxBodyMB int `yaml:"max_body_mb"`
 	// ReadHeaderTimeout bounds the reading of request headers.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ShutdownTimeout bounds the draining of running executions.
+	// ShutdownTimeout is the time from SIGTERM (or the end of serve) to
+	// the exited callback and the exit: running executions are stopped
+	// and reported crashed, and their results delivered, within it.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
@@ -94,6 +96,12 @@ type Backend struct {
 	// or IPC object of an earlier one, and its own usage counters, but in
 	// the namespaces an earlier test of the same program used.
 	SandboxPerTest bool `yaml:"sandbox_per_test"`
+	// AllowRlimitsOnly lets the native and bwrap backends run programs
+	// where no cgroup is usable (an ordinary user without a delegated
+	// cgroup), with memory, process and CPU limits enforced per process
+	// by rlimits only, not for the whole process tree; each result then
+	// carries a warning. Without it such runs are refused.
+	AllowRlimitsOnly bool `yaml:"allow_rlimits_only"`
 }
 
 // Docker configures the docker backend: images, pull policy, and how to
@@ -255,7 +263,7 @@ func Default() *Config {
 			ReadTimeout:       Duration(60 * time.Second),
 			WriteTimeout:      Duration(60 * time.Second),
 			IdleTimeout:       Duration(120 * time.Second),
-			ShutdownTimeout:   Duration(30 * time.Second),
+			ShutdownTimeout:   Duration(2 * time.Second),
 			LogLevel:          "info",
 		},
 		Backend: Backend{

@@ -2,11 +2,26 @@ package config
 
 import "github.com/coderunner/coderunner/lang"
 
+// NativeSection is the native backend's section of the configuration.
+type NativeSection struct {
+	// AllowRlimitsOnly lets runs go ahead without a usable cgroup
+	// (backend.allow_rlimits_only).
+	AllowRlimitsOnly bool
+}
+
 // BwrapSection is the bwrap backend's section of the configuration.
 type BwrapSection struct {
 	// Path is the bwrap binary (backend.bwrap_path); empty means looked
 	// up.
 	Path string
+	// AllowRlimitsOnly lets runs go ahead without a usable cgroup
+	// (backend.allow_rlimits_only).
+	AllowRlimitsOnly bool
+}
+
+// NativeSection returns the native backend's section.
+func (c *Config) NativeSection() (NativeSection, error) {
+	return NativeSection{AllowRlimitsOnly: c.Backend.AllowRlimitsOnly}, nil
 }
 
 // DockerSection is the docker backend's section of the configuration: the
@@ -21,7 +36,7 @@ type DockerSection struct {
 
 // BwrapSection returns the bwrap backend's section.
 func (c *Config) BwrapSection() (BwrapSection, error) {
-	return BwrapSection{Path: c.Backend.BwrapPath}, nil
+	return BwrapSection{Path: c.Backend.BwrapPath, AllowRlimitsOnly: c.Backend.AllowRlimitsOnly}, nil
 }
 
 // DockerSection returns the docker backend's section. It fails when the

@@ -39,6 +39,15 @@ func Rootless() bool {
 	return os.Getenv("CODERUNNER_TEST_ROOTLESS") == "1" && os.Geteuid() != 0
 }
 
+// DelegatedCgroup reports whether this is a rootless run of the suites as
+// a user root delegated a cgroup to (CODERUNNER_TEST_DELEGATED_CGROUP=1,
+// set by scripts/test-rootless.sh): the tests that need a cgroup run as
+// that user and must find it. In a rootless run without it, an ordinary
+// user is expected to have no cgroup.
+func DelegatedCgroup() bool {
+	return Rootless() && os.Getenv("CODERUNNER_TEST_DELEGATED_CGROUP") == "1"
+}
+
 // RequireRoot requires the test to run as uid 0. In a rootless run of the
 // suites it skips the test even under CI.
 func RequireRoot(t testing.TB) {

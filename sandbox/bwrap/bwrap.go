@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -55,6 +56,12 @@ type Options struct {
 	HostUIDBase int
 	// Cgroup configures cgroup discovery; zero values are the real system.
 	Cgroup cgroup.Options
+	// AllowRlimitsOnly lets runs go ahead where no cgroup is usable (an
+	// ordinary user without a delegated cgroup), with their memory,
+	// process and CPU limits enforced per process by rlimits only, and a
+	// warning on every result. Without it such runs are refused
+	// (sandbox.ErrNoCgroup).
+	AllowRlimitsOnly bool
 }
 
 // Backend runs programs under Bubblewrap. It is safe for concurrent use.
@@ -72,9 +79,14 @@ type Backend struct {
 
 	cgroups   *cgroup.Manager
 	cgroupErr error
-	filter    []byte
-	warnings  []string
-	runID     atomic.Uint64
+	// refusal, without cgroups and without AllowRlimitsOnly, is the
+	// error every run gets; rlimitsOnly logs once that runs went ahead
+	// without cgroups.
+	refusal     error
+	rlimitsOnly sync.Once
+	filter      []byte
+	warnings    []string
+	runID       atomic.Uint64
 }
 
 var (
@@ -141,9 +153,13 @@ func New(opts Options) (*Backend, error) {
 		b.log.Warn("unable to become a child subreaper; bwrap's sandbox children are left to init", "error", err)
 	}
 	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("bwrap-probe-%d", os.Getpid()))
-	if b.cgroupErr != nil {
-		b.warnings = append(b.warnings, fmt.Sprintf(
-			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)", b.cgroupErr))
+	switch {
+	case b.cgroupErr == nil:
+	case opts.AllowRlimitsOnly:
+		b.warnings = append(b.warnings, sandbox.RlimitsOnlyWarning(b.cgroupErr))
+	default:
+		b.refusal = sandbox.NoCgroupError(b.cgroupErr)
+		b.warnings = append(b.warnings, sandbox.RefusedWarning)
 	}
 	if !b.privileged {
 		b.warnings = append(b.warnings,
@@ -175,13 +191,16 @@ func (b *Backend) Name() string { return "bwrap" }
 // Probe runs a trivial program and reports what the backend uses here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
+	if b.refusal != nil {
+		r.Refused = b.refusal.Error()
+	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "bwrap", OK: true, Detail: strings.TrimSpace(b.path + " " + b.version)})
 	uid := fmt.Sprintf("root: bwrap runs as a host uid of its sandbox's own (from a range of %d), user code as uid %d in its user namespace", users, sandboxUID)
 	if !b.privileged {
 		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "privileges", OK: true, Detail: uid})
-	res, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: sandbox.SystemMounts(), Limits: sandbox.Limits{WallTime: 10e9}})
+	res, err := b.run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Mounts: sandbox.SystemMounts(), Limits: sandbox.Limits{WallTime: 10e9}})
 	switch {
 	case err != nil:
 		r.Available, r.Reason = false, err.Error()
@@ -189,10 +208,13 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Available, r.Reason = false, fmt.Sprintf("a trivial program ended with %s: %s", res.Status, strings.TrimSpace(string(res.Stderr)))
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: r.Available, Detail: orElse(r.Reason, "user, pid, mount, network, ipc, uts, cgroup (--unshare-all)")})
-	if b.cgroups != nil {
+	switch {
+	case b.cgroups != nil:
 		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()})
-	} else {
-		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error()})
+	case b.refusal != nil:
+		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; every run is refused"})
+	default:
+		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; limits are per-process rlimits (backend.allow_rlimits_only)"})
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "seccomp", OK: true,
 		Detail: fmt.Sprintf("--seccomp with the native filter (%d instructions)", len(b.filter)/8)})

@@ -26,7 +26,11 @@
 // code never runs as host root. The private /workspace, /tmp and /dev/shm
 // are tmpfs mounted by the backend with a size and an inode cap and bound
 // into the sandbox; unprivileged, bwrap's own --size tmpfs are used and the
-// inode count is bounded by the memory cgroup only.
+// inode count is bounded by the memory cgroup only. Unprivileged, the
+// cgroup must be one delegated to the user (see internal/cgroup): without
+// it every run is refused (sandbox.ErrNoCgroup) unless
+// Options.AllowRlimitsOnly lets it go ahead, with a warning, under rlimits
+// alone.
 //
 // bwrap reports a program killed by signal N as exit status 128+N; the
 // backend reads such a status back as the signal (see watch.DecodeExit).

@@ -11,7 +11,7 @@ func init() {
 		Name:    "bwrap",
 		Section: (*config.Config).BwrapSection,
 		New: func(e backend.Env, s config.BwrapSection) (sandbox.Backend, error) {
-			return New(Options{Logger: e.Logger, Path: s.Path})
+			return New(Options{Logger: e.Logger, Path: s.Path, AllowRlimitsOnly: s.AllowRlimitsOnly})
 		},
 	})
 }

@@ -39,6 +39,31 @@ const maxInodes = 16384
 
 // Run executes spec in a fresh bwrap sandbox. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	if err := b.refused(); err != nil {
+		return nil, err
+	}
+	return b.run(ctx, spec)
+}
+
+// refused is the error of a run where no cgroup is usable and rlimits
+// alone were not allowed (Options.AllowRlimitsOnly): the limits cannot
+// hold for the whole tree, so nothing runs. Allowed, the first run logs
+// that the limits are rlimits only.
+func (b *Backend) refused() error {
+	if b.refusal != nil {
+		return b.refusal
+	}
+	if b.cgroups == nil {
+		b.rlimitsOnly.Do(func() {
+			b.log.Warn("runs go ahead without cgroups", "event", "rlimits_only", "backend", b.Name(), "reason", b.cgroupErr.Error())
+		})
+	}
+	return nil
+}
+
+// run is Run without the refusal: the probe's trivial program runs even
+// where runs are refused, so that doctor tells everything else.
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	s, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,8 @@
 // uid (HostUIDBase+1000); the init runs as root inside, mapped to
 // HostUIDBase. Unprivileged, only the caller's own uid can be mapped: the
 // program then runs as uid 0 inside with no capabilities and locked
-// securebits, and limits come from a delegated cgroup v2 subtree or, with a
-// warning, from rlimits alone.
+// securebits, and limits come from a cgroup delegated to the user (see
+// internal/cgroup); without one every run is refused (sandbox.ErrNoCgroup)
+// unless Options.AllowRlimitsOnly lets it go ahead, with a warning, under
+// rlimits alone.
 package native

@@ -48,6 +48,12 @@ type Options struct {
 	// and is never reused. Long-lived callers (the server) want 1 or 2;
 	// a one-shot command wants 0. Call Close to stop them.
 	Warm int
+	// AllowRlimitsOnly lets runs go ahead where no cgroup is usable (an
+	// ordinary user without a delegated cgroup), with their memory,
+	// process and CPU limits enforced per process by rlimits only, and a
+	// warning on every result. Without it such runs are refused
+	// (sandbox.ErrNoCgroup).
+	AllowRlimitsOnly bool
 
 	// noAttach makes runs bind a host workspace out of the sandbox's copy
 	// of the host's tree, in a new sandbox, as on kernels that cannot
@@ -99,8 +105,13 @@ type Backend struct {
 
 	cgroups   *cgroup.Manager
 	cgroupErr error
-	filter    []byte
-	warnings  []string
+	// refusal, without cgroups and without AllowRlimitsOnly, is the
+	// error every run gets; rlimitsOnly logs once that runs went ahead
+	// without cgroups.
+	refusal     error
+	rlimitsOnly sync.Once
+	filter      []byte
+	warnings    []string
 
 	// shared are the mounts every sandbox gets in its first phase
 	// (BaseMounts); firstOps encodes that phase but for the sources to
@@ -198,10 +209,13 @@ func New(opts Options) (*Backend, error) {
 			b.log.Info("removed the cgroups of runs whose process died", "event", "stale_cgroups_removed", "count", n)
 		}
 	}
-	if b.cgroupErr != nil {
-		b.warnings = append(b.warnings, fmt.Sprintf(
-			"no usable cgroup (%v): memory, process and CPU limits are enforced with rlimits only (per process, not per tree)",
-			b.cgroupErr))
+	switch {
+	case b.cgroupErr == nil:
+	case opts.AllowRlimitsOnly:
+		b.warnings = append(b.warnings, sandbox.RlimitsOnlyWarning(b.cgroupErr))
+	default:
+		b.refusal = sandbox.NoCgroupError(b.cgroupErr)
+		b.warnings = append(b.warnings, sandbox.RefusedWarning)
 	}
 	if !b.privileged {
 		b.warnings = append(b.warnings,
@@ -212,7 +226,7 @@ func New(opts Options) (*Backend, error) {
 		b.shared[sharedKey(m)] = true
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
-	if opts.Warm > 0 {
+	if opts.Warm > 0 && b.refusal == nil {
 		b.startPool(min(opts.Warm, maxWarm))
 	}
 	return b, nil
@@ -380,17 +394,22 @@ func traversable(p string) bool {
 // Probe reports what the native backend can use here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
+	if b.refusal != nil {
+		r.Refused = b.refusal.Error()
+	}
 	uid := fmt.Sprintf("root: user code runs as host uid %d; each sandbox's user namespace belongs to a host uid of its own (%d to %d)", b.hostBase+sandboxUID, b.hostBase+ownerOffset, b.hostBase+ownerOffset+owners-1)
 	if !b.privileged {
 		uid = fmt.Sprintf("unprivileged (uid %d): user code maps to it", os.Geteuid())
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "privileges", OK: true, Detail: uid})
 
-	res, err := b.Run(ctx, &sandbox.Spec{
+	// The probe's own trivial program runs even where runs are refused,
+	// so that doctor tells everything else that works.
+	res, err := b.run(ctx, &sandbox.Spec{
 		Args:   []string{"/bin/true"},
 		Mounts: BaseMounts(),
 		Limits: sandbox.Limits{WallTime: 10e9},
-	})
+	}, true)
 	switch {
 	case err != nil:
 		r.Available = false
@@ -404,11 +423,7 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: true,
 			Detail: "user, pid, mount, network, ipc, uts, cgroup"})
 	}
-	if b.cgroups != nil {
-		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()})
-	} else {
-		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error()})
-	}
+	r.Checks = append(r.Checks, b.cgroupCheck())
 	r.Checks = append(r.Checks, sandbox.Check{Name: "seccomp", OK: true,
 		Detail: fmt.Sprintf("%d-instruction filter for %s; denies %d syscalls and every foreign ABI",
 			len(b.filter)/8, runtime.GOARCH, len(seccomp.DeniedSyscalls()))})
@@ -416,6 +431,18 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Checks = append(r.Checks, sandbox.Check{Name: "landlock", OK: true, Detail: "available (not needed: the sandbox root holds only what is mounted)"})
 	}
 	return r
+}
+
+// cgroupCheck is the probe's line on cgroups: where the groups are, or
+// why there are none and what runs do about it.
+func (b *Backend) cgroupCheck() sandbox.Check {
+	switch {
+	case b.cgroups != nil:
+		return sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()}
+	case b.refusal != nil:
+		return sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; every run is refused"}
+	}
+	return sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; limits are per-process rlimits (backend.allow_rlimits_only)"}
 }
 
 func landlockAvailable() error {

@@ -33,6 +33,12 @@ const drainTimeout = 2 * time.Second
 
 // Run executes spec in fresh namespaces. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	return b.run(ctx, spec, false)
+}
+
+// run is Run; probe marks the probe's own trivial program, which runs
+// even where runs are refused (refused).
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, probe bool) (*sandbox.Result, error) {
 	s, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -40,9 +46,25 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}
-	r := &run{b: b, spec: s, id: b.runID.Add(1)}
+	r := &run{b: b, spec: s, id: b.runID.Add(1), probe: probe}
 	defer r.close()
 	return r.execute(ctx)
+}
+
+// refused is the error of a run where no cgroup is usable and rlimits
+// alone were not allowed (Options.AllowRlimitsOnly): the limits cannot
+// hold for the whole tree, so nothing runs. Allowed, the first run logs
+// that the limits are rlimits only.
+func (b *Backend) refused() error {
+	if b.refusal != nil {
+		return b.refusal
+	}
+	if b.cgroups == nil {
+		b.rlimitsOnly.Do(func() {
+			b.log.Warn("runs go ahead without cgroups", "event", "rlimits_only", "backend", b.Name(), "reason", b.cgroupErr.Error())
+		})
+	}
+	return nil
 }
 
 // run is the state of one execution. Everything it holds is released by
@@ -51,6 +73,9 @@ type run struct {
 	b    *Backend
 	spec *sandbox.Spec
 	id   uint64
+	// probe is set for the probe's trivial program, which runs even
+	// where runs are refused (Backend.refused).
+	probe bool
 
 	sandbox *started
 	// mounts are the second phase's mounts, which a kept sandbox keeps;
@@ -115,6 +140,11 @@ func (r *run) close() {
 }
 
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
+	if !r.probe {
+		if err := r.b.refused(); err != nil {
+			return nil, err
+		}
+	}
 	s := r.spec
 	if err := r.plan(); err != nil {
 		return nil, err
