@@ -56,13 +56,13 @@ run() {
 		mkdir "$cg"
 		chown "$uid:$uid" "$cg" "$cg/cgroup.procs" "$cg/cgroup.subtree_control" "$cg/cgroup.threads"
 		chown -R "$uid:$uid" "/tmp/src-$name"
-		(
-			cd "$dir" || exit 1
-			echo $$ >"$cg/cgroup.procs" || exit 1
-			exec setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-				env -i PATH="$PATH" HOME=/tmp/tester TMPDIR=/tmp CI=true CODERUNNER_TEST_ROOTLESS=1 CODERUNNER_TEST_DELEGATED_CGROUP=1 CODERUNNER_TEST_CGROUP2=1 \
-				"$bin" -test.v -test.count=1 -test.timeout=40m -test.run "$match" -test.skip "$skip"
-		) </dev/null >"/host/out/$name.log" 2>&1
+		# A shell of its own moves itself ($$ of a subshell would be
+		# this shell's) into the subtree, then becomes the tests.
+		sh -c 'cd "$1" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' sh "$dir" "$cg" \
+			setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+			env -i PATH="$PATH" HOME=/tmp/tester TMPDIR=/tmp CI=true CODERUNNER_TEST_ROOTLESS=1 CODERUNNER_TEST_DELEGATED_CGROUP=1 CODERUNNER_TEST_CGROUP2=1 \
+			"$bin" -test.v -test.count=1 -test.timeout=40m -test.run "$match" -test.skip "$skip" \
+			</dev/null >"/host/out/$name.log" 2>&1
 	else
 		ci=true
 		# Outside CI a missing toolchain skips: the guest has only some.

@@ -1,7 +1,10 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -168,6 +171,15 @@ func DetectWritable(opts Options, probe string) (*Manager, error) {
 		return nil, err
 	}
 	g, err := m.Create(probe, Limits{})
+	if errors.Is(err, os.ErrPermission) {
+		// The hierarchy is there, the directory for run groups too (made
+		// by another user), but not ours to write.
+		hint := ""
+		if m.version == V2 {
+			hint = "; " + delegateHint(filepath.Dir(m.hiers[0].base))
+		}
+		return nil, fmt.Errorf("%w: %w (the cgroup is not delegated to uid %d)%s", ErrUnavailable, err, os.Geteuid(), hint)
+	}
 	if err != nil {
 		return nil, err
 	}
