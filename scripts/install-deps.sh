@@ -10,6 +10,10 @@ command -v g++ >/dev/null || need+=(g++)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# make test-cgroup2: a QEMU guest that mounts cgroup v2 only, its root
+# made with debootstrap into an ext4 image.
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 # scripts/test-rootless.sh drives serve with curl and finds it with pgrep.
 command -v curl >/dev/null || need+=(curl)
 command -v pgrep >/dev/null || need+=(procps)

@@ -1,30 +1,50 @@
 #!/usr/bin/env bash
-# Runs the sandbox backends' test binaries as root inside a Linux guest
-# whose kernel mounts cgroup v2 only (cgroup_no_v1=all), so that the
-# cgroup v2 code paths run on a host that is cgroup v1.
+# Runs test suites inside a Linux guest whose kernel mounts cgroup v2
+# only (cgroup_no_v1=all), so that the cgroup v2 code paths run on the
+# kernel's own cgroup v2, whatever the host has: the cgroup package's
+# kernel tests, the native and bwrap backends' suites (conformance,
+# attacks, judging, delegated subtrees) and the runner's judge tests, as
+# root and again as an unprivileged user in a delegated subtree.
 #
 # The guest is Debian bookworm (debootstrap --variant=minbase plus
 # PACKAGES, with Debian's kernel and its initramfs), booted by QEMU with
-# init= a small script: it mounts /proc, /sys, cgroup2 at /sys/fs/cgroup,
-# tmpfs on /tmp and /run, runs each test binary under CI=true from a copy
-# on the guest's disk, writes the logs and exit statuses to a 9p share
-# and powers off. The root and its disk image are cached under CACHE,
-# keyed on the package list, so only the first run pays for debootstrap.
-# The test binaries are built on the host with go test -c.
+# init= a small script that mounts the 9p share and runs
+# scripts/cgroup2-guest.sh from it, which runs each suite and writes the
+# logs and exit statuses to the share. The root and its disk image are
+# cached under CACHE, keyed on the package list, so only the first run
+# pays for debootstrap. The test binaries are built on the host with
+# go test -c.
 #
 # KVM is used when it boots the guest; otherwise (Debian's kernel does not
 # boot under KVM on some hosts) it falls back to TCG emulation and says so.
-# TestLanguages needs every toolchain of the default table; the guest has
-# sh, python3 and C/C++ only, so it runs without CI=true (missing
-# toolchains skip) and is reported apart.
-# Env: PKGS ("native bwrap"), CACHE (/var/cache/coderunner/cgroup2-guest),
-# MIRROR (http://deb.debian.org/debian), MEM (3G), TIMEOUT (3600 seconds
-# for the whole guest run), ACCEL (auto, kvm or tcg).
-# Exit 0 when every test binary passes.
+# Env: SUITES (the suites, one a line: NAME PACKAGE USER RUN SKIP, see
+# scripts/cgroup2-guest.sh; default below; "ci" for CI's set), CACHE
+# (/var/cache/coderunner/cgroup2-guest), MIRROR (http://deb.debian.org/debian),
+# MEM (3G), TIMEOUT (3600 seconds for the whole guest run), ACCEL (auto,
+# kvm or tcg).
+# Exit 0 when every suite passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-$(command -v go 2>/dev/null || echo /usr/local/go/bin/go)}"
-PKGS="${PKGS:-native bwrap}"
+# TestLanguages needs every toolchain of the default table; the guest has
+# sh, python3 and C/C++ only, so it runs without CI=true (missing
+# toolchains skip). The runner's tests that need other toolchains (Go,
+# Java) are left out, and so are the cgroup package's tests on fixture
+# trees (the guest has no source tree; they run on any host).
+DEFAULT_SUITES="cgroup internal/cgroup root ^TestKernel -
+native sandbox/native root - ^TestLanguages\$
+native-languages sandbox/native root-noci ^TestLanguages\$ -
+bwrap sandbox/bwrap root - ^TestLanguages\$
+runner runner root ^(TestSmallMemoryLimit|TestSandboxPerTest|TestJudgeMemoryBounded|TestHostileCompiles|TestCompileWorkspaceCapped)\$ -
+native-rootless sandbox/native rootless - ^TestLanguages\$
+bwrap-rootless sandbox/bwrap rootless - ^TestLanguages\$"
+# CI's set (SUITES=ci): the same less the conformance suite's repeats on
+# native's other paths (a warm pool, the host tree kept attached), which
+# no cgroup code tells apart and which take half the time under TCG, and
+# less the run without CI=true.
+CI_SUITES="$(printf '%s\n' "$DEFAULT_SUITES" | sed -e '/^native-languages /d' -e 's/^\(native sandbox\/native root - \).*/\1^(TestLanguages|TestConformanceWarm|TestConformanceHostTreeAttached)$/')"
+SUITES="${SUITES:-$DEFAULT_SUITES}"
+[ "$SUITES" = ci ] && SUITES="$CI_SUITES"
 CACHE="${CACHE:-/var/cache/coderunner/cgroup2-guest}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 MEM="${MEM:-3G}"
@@ -89,48 +109,17 @@ if [ ! -f "$image" ]; then
 	mv "$image.new" "$image"
 fi
 
-# The test binaries, the guest's init and the results, on the 9p share.
+# The test binaries, the guest's init, the suites and the results, on
+# the 9p share.
 work=$(mktemp -d /tmp/cgroup2-guest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/out"
-for p in $PKGS; do
-	echo "test-cgroup2: go test -c ./sandbox/$p/"
-	"$GO" test -c -o "$work/bin/$p.test" "./sandbox/$p/"
+printf '%s\n' "$SUITES" >"$work/suites"
+for p in $(awk '$1 !~ /^#/ && NF { print $2 }' "$work/suites" | sort -u); do
+	echo "test-cgroup2: go test -c ./$p/"
+	"$GO" test -c -o "$work/bin/$(echo "$p" | tr / _).test" "./$p/"
 done
-cat >"$work/guest-init.sh" <<-EOF
-	#!/bin/sh
-	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-	export PATH HOME=/root
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup
-	mount -t tmpfs tmpfs /tmp
-	mount -t tmpfs tmpfs /run
-	mount -t devpts devpts /dev/pts 2>/dev/null
-	# Loopback up (SIOCSIFFLAGS, IFF_UP|IFF_LOOPBACK|IFF_RUNNING): minbase has no ip(8).
-	python3 -c 'import fcntl, socket, struct; fcntl.ioctl(socket.socket(), 0x8914, struct.pack("16sh", b"lo", 0x49))'
-	echo "guest: kernel \$(uname -r); cgroup mounts:"
-	grep cgroup /proc/mounts
-	echo "guest: controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)"
-	mkdir -p /root/tests
-	for p in $PKGS; do
-		cp /host/bin/\$p.test /root/tests/\$p.test
-		# Like go test: the working directory is the package's directory.
-		mkdir -p /root/src/sandbox/\$p
-		cd /root/src/sandbox/\$p
-		echo "guest: === \$p (CI=true, without TestLanguages)"
-		t0=\$(date +%s)
-		CI=true /root/tests/\$p.test -test.v -test.count=1 -test.timeout=40m -test.skip '^TestLanguages\$' >/host/out/\$p.log 2>&1
-		echo "\$p \$? \$((\$(date +%s) - t0))" >>/host/out/status
-		echo "guest: === \$p TestLanguages (missing toolchains skip)"
-		t0=\$(date +%s)
-		/root/tests/\$p.test -test.v -test.count=1 -test.timeout=40m -test.run '^TestLanguages\$' >/host/out/\$p-languages.log 2>&1
-		echo "\$p-languages \$? \$((\$(date +%s) - t0))" >>/host/out/status
-	done
-	echo done >/host/out/finished
-	sync
-	umount /host
-	echo o >/proc/sysrq-trigger
-	sleep 30
-EOF
+cp scripts/cgroup2-guest.sh "$work/guest-init.sh"
 
 accel_args() {
 	case "$1" in

@@ -1,7 +1,10 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -76,15 +79,19 @@ type Options struct {
 	hooks *hooks
 }
 
-// hooks replace the two places where cgroupfs behaves unlike a regular
-// file system: mkdir creates control files, and rmdir removes a directory
-// that still lists them.
+// hooks replace the places where cgroupfs behaves unlike a regular file
+// system: mkdir creates control files, rmdir removes a directory that
+// still lists them, and a process written to one cgroup.procs leaves
+// another.
 type hooks struct {
 	// populate runs after each mkdir, with the controllers of the
 	// hierarchy (nil on v2).
 	populate func(dir string, controllers []string) error
 	// rmdir replaces rmdir(2).
 	rmdir func(dir string) error
+	// move replaces the write of pid to the cgroup.procs of the group at
+	// to, which takes the process out of the group at from.
+	move func(from, to int, pid []byte) error
 }
 
 func (o Options) withDefaults() Options {
@@ -164,6 +171,15 @@ func DetectWritable(opts Options, probe string) (*Manager, error) {
 		return nil, err
 	}
 	g, err := m.Create(probe, Limits{})
+	if errors.Is(err, os.ErrPermission) {
+		// The hierarchy is there, the directory for run groups too (made
+		// by another user), but not ours to write.
+		hint := ""
+		if m.version == V2 {
+			hint = "; " + delegateHint(filepath.Dir(m.hiers[0].base))
+		}
+		return nil, fmt.Errorf("%w: %w (the cgroup is not delegated to uid %d)%s", ErrUnavailable, err, os.Geteuid(), hint)
+	}
 	if err != nil {
 		return nil, err
 	}

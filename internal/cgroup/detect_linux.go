@@ -102,7 +102,7 @@ func (m *Manager) mkdirBase(dir string, controllers []string) error {
 	case errors.Is(err, os.ErrExist):
 		return nil
 	case errors.Is(err, os.ErrPermission):
-		return unavailable("unable to create %s: %v (the cgroup is not delegated to uid %d)", dir, err, os.Geteuid())
+		return fmt.Errorf("%w: unable to create %s: %w (the cgroup is not delegated to uid %d)", ErrUnavailable, dir, err, os.Geteuid())
 	case err != nil:
 		return unavailable("unable to create %s: %v", dir, err)
 	}
@@ -132,12 +132,14 @@ func detectV2(opts Options, mounts []mount, members []membership) (*Manager, err
 	}
 	have := strings.Fields(string(data))
 	if missing := without(v2Controllers, have); len(missing) > 0 {
-		return nil, unavailable("controllers %s are not delegated to our cgroup %s (it has %q); run under systemd with Delegate=yes, e.g. systemd-run --scope -p Delegate=yes",
-			strings.Join(missing, ", "), own, strings.Join(have, " "))
+		return nil, missingControllers(own, missing, have, cg == "/")
 	}
 	m := &Manager{version: V2, hooks: opts.hooks}
 	base := filepath.Join(own, opts.Prefix)
 	if err := m.mkdirBase(base, nil); err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return nil, fmt.Errorf("%w; %s", err, delegateHint(own))
+		}
 		return nil, err
 	}
 	err = enableControllers(own, v2Controllers)
@@ -150,10 +152,10 @@ func detectV2(opts Options, mounts []mount, members []membership) (*Manager, err
 		err = enableControllers(own, v2Controllers)
 	}
 	if err != nil {
-		return nil, delegationError(err)
+		return nil, delegationError(err, own)
 	}
 	if err := enableControllers(base, v2Controllers); err != nil {
-		return nil, delegationError(err)
+		return nil, delegationError(err, own)
 	}
 	m.hiers = []hierarchy{{controllers: v2Controllers, base: base}}
 	m.mem, m.pids, m.cpu, m.cpuacct, m.freezer = 0, 0, 0, 0, -1
@@ -164,11 +166,37 @@ func detectV2(opts Options, mounts []mount, members []membership) (*Manager, err
 	return m, nil
 }
 
-func delegationError(err error) error {
+func delegationError(err error, own string) error {
 	if errors.Is(err, os.ErrPermission) {
-		return unavailable("%v (the cgroup is not delegated to uid %d)", err, os.Geteuid())
+		return unavailable("%v (the cgroup is not delegated to uid %d); %s", err, os.Geteuid(), delegateHint(own))
 	}
 	return unavailable("%v", err)
+}
+
+// delegateHint says how to give the cgroup own to this process's user,
+// as systemd does for a unit with Delegate=yes: the directory and the
+// files that create, move and enable belong to the user.
+func delegateHint(own string) string {
+	return fmt.Sprintf("to delegate it, run coderunner under systemd with Delegate=yes (systemd-run --user -p Delegate=yes --scope coderunner ..., or a unit with Delegate=yes), or as root: chown %d %s %s %s %s",
+		os.Geteuid(), own, filepath.Join(own, "cgroup.procs"), filepath.Join(own, "cgroup.subtree_control"), filepath.Join(own, "cgroup.threads"))
+}
+
+// missingControllers is the error for a cgroup own that its parent gives
+// not every controller coderunner needs: it names them, the parent's
+// file that must enable them and the command that does. At the root of
+// a cgroup namespace (a container's) the parent is out of sight, and the
+// fix is the runtime's.
+func missingControllers(own string, missing, have []string, nsRoot bool) error {
+	enable := "+" + strings.Join(missing, " +")
+	list := strings.Join(missing, ", ")
+	ctrls := filepath.Join(own, "cgroup.controllers")
+	if nsRoot {
+		return unavailable("cgroup v2 controllers %s are not delegated to our cgroup: %s lists %q; the cgroup above ours, outside this cgroup namespace, must enable them: on the host, echo '%s' > <its directory>/cgroup.subtree_control (a container runtime does this when it gives the container its own cgroup, e.g. Docker with cgroupns=private on a cgroup v2 host)",
+			list, ctrls, strings.Join(have, " "), enable)
+	}
+	parent := filepath.Join(filepath.Dir(own), "cgroup.subtree_control")
+	return unavailable("cgroup v2 controllers %s are not delegated to our cgroup: %s lists %q; the cgroup above must enable them for its children: echo '%s' > %s (as the owner of that file), or run coderunner under systemd with Delegate=yes (systemd-run --user -p Delegate=yes --scope coderunner ..., or a unit with Delegate=yes)",
+		list, ctrls, strings.Join(have, " "), enable, parent)
 }
 
 // selfLeaf names the cgroup a process moves itself into when it shares

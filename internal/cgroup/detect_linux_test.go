@@ -218,7 +218,12 @@ func TestDetectUnavailable(t *testing.T) {
 		}, "no cgroup file system is mounted"},
 		{"controllers not delegated", func(f *fakeTree, o *Options) {
 			f.write(own+"/cgroup.controllers", "cpu pids\n")
-		}, "controllers memory are not delegated"},
+		}, "cgroup v2 controllers memory are not delegated to our cgroup: " + "ROOT/" + own + `/cgroup.controllers lists "cpu pids"; ` +
+			"the cgroup above must enable them for its children: echo '+memory' > ROOT/sys/fs/cgroup/system.slice/cgroup.subtree_control"},
+		{"controllers not delegated to a namespace's root", func(f *fakeTree, o *Options) {
+			f.write("sys/fs/cgroup/cgroup.controllers", "pids\n")
+			o.SelfCgroup = writeTemp(f.t, "0::/\n")
+		}, "cgroup v2 controllers memory, cpu are not delegated to our cgroup: ROOT/sys/fs/cgroup/cgroup.controllers lists \"pids\"; the cgroup above ours, outside this cgroup namespace, must enable them: on the host, echo '+memory +cpu' > <its directory>/cgroup.subtree_control"},
 		{"own cgroup not visible", func(f *fakeTree, o *Options) {
 			o.SelfCgroup = writeTemp(f.t, "0::/../../elsewhere\n")
 		}, "outside our cgroup namespace"},
@@ -248,6 +253,7 @@ func TestDetectUnavailable(t *testing.T) {
 			f, opts := v2Tree(t)
 			tt.setup(f, &opts)
 			m, err := Detect(opts)
+			tt.wantErr = strings.ReplaceAll(tt.wantErr, "ROOT", f.root)
 			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Detect = %v, %v; want ErrUnavailable containing %q", m, err, tt.wantErr)
 			}

@@ -1,10 +1,14 @@
 package cgroup
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -96,6 +100,39 @@ func (f *fakeTree) rmdir(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// move takes pid out of the cgroup.procs of the group at the descriptor
+// from and adds it to that of to.
+func (f *fakeTree) move(from, to int, pid []byte) error {
+	dir := func(fd int) (string, error) { return os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)) }
+	src, err := dir(from)
+	if err != nil {
+		return err
+	}
+	dst, err := dir(to)
+	if err != nil {
+		return err
+	}
+	var kept []string
+	data, err := os.ReadFile(filepath.Join(src, "cgroup.procs"))
+	if err != nil {
+		return err
+	}
+	for p := range strings.FieldsSeq(string(data)) {
+		if p != string(pid) {
+			kept = append(kept, p)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "cgroup.procs"), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		return err
+	}
+	procs, err := os.OpenFile(filepath.Join(dst, "cgroup.procs"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(procs, "%s\n", pid)
+	return errors.Join(err, procs.Close())
+}
+
 // options returns Options reading the fixture in testdata/name and
 // rooted in the fake tree.
 func (f *fakeTree) options(fixture string) Options {
@@ -103,7 +140,7 @@ func (f *fakeTree) options(fixture string) Options {
 		MountInfo:  filepath.Join("testdata", fixture, "mountinfo"),
 		SelfCgroup: filepath.Join("testdata", fixture, "cgroup"),
 		Root:       f.root,
-		hooks:      &hooks{populate: f.populate, rmdir: f.rmdir},
+		hooks:      &hooks{populate: f.populate, rmdir: f.rmdir, move: f.move},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,17 @@ type Group struct {
 	// peak is the largest memory.current seen, for v2 kernels without
 	// memory.peak.
 	peak atomic.Int64
+	// leaf is, on v2 once ResetPeak had to start a new peak without
+	// writing memory.peak (before Linux 6.12), an O_PATH descriptor of
+	// the child group that holds the group's processes, and leafName its
+	// name; -1 and "" before. The limits stay on the group, which bounds
+	// the child; Stats reads the child, whose counters started at zero.
+	leaf     int
+	leafName string
+	// leaves counts the children made, to name the next one; oldLeaves
+	// are those a reset could not remove yet.
+	leaves    int
+	oldLeaves []string
 }
 
 // Name returns the name the group was created with.
@@ -56,7 +69,25 @@ func (g *Group) FD() (fd int, ok bool) {
 	if g.m.version != V2 || g.destroyed {
 		return -1, false
 	}
-	return g.fds[0], true
+	return g.procDir(0), true
+}
+
+// procDir is the directory of hierarchy h that holds the group's
+// processes and whose counters Stats reads: the group's own, or its
+// leaf.
+func (g *Group) procDir(h int) int {
+	if g.leaf >= 0 {
+		return g.leaf
+	}
+	return g.fds[h]
+}
+
+// statPath names the directory procDir(h) returns, for messages.
+func (g *Group) statPath(h int) string {
+	if g.leaf >= 0 {
+		return g.m.hiers[h].base + "/" + g.name + "/" + g.leafName
+	}
+	return g.m.hiers[h].base + "/" + g.name
 }
 
 // Add moves the process pid, with all its threads, into the group (into
@@ -68,8 +99,9 @@ func (g *Group) Add(pid int) error {
 		return fmt.Errorf("unable to add %d to %s: %w", pid, g.name, ErrDestroyed)
 	}
 	for i := range g.fds {
-		if err := g.set(i, ctlProcs, int64(pid)); err != nil {
-			return err
+		var buf [24]byte
+		if err := writeAt(g.procDir(i), ctlProcs, strconv.AppendInt(buf[:0], int64(pid), 10)); err != nil {
+			return fmt.Errorf("unable to write %s/%s=%d: %w", g.statPath(i), ctlProcs.name, pid, err)
 		}
 	}
 	return nil
@@ -128,63 +160,200 @@ func (g *Group) openStats() {
 	for i := range g.stats {
 		s := &g.stats[i]
 		if s.f.name == ctlMemoryPeak.name {
-			if fd, err := openat(g.fds[s.h], s.f, unix.O_RDWR); err == nil {
+			if fd, err := openat(g.procDir(s.h), s.f, unix.O_RDWR); err == nil {
 				s.fd, s.writable = fd, true
 				continue
 			}
 		}
-		if fd, err := openat(g.fds[s.h], s.f, unix.O_RDONLY); err == nil {
+		if fd, err := openat(g.procDir(s.h), s.f, unix.O_RDONLY); err == nil {
 			s.fd = fd
 		}
 	}
 }
 
-// ResetPeak makes the group's peak memory start again from its current
-// use: Stats then reports the largest use since the call. It lets one
-// group serve runs one after another, each with its own peak. On v2 it
-// needs a kernel whose memory.peak can be written (Linux 6.12 on), else it
-// fails with errors.ErrUnsupported.
+// ResetPeak makes the group's peak memory start again: Stats then reports
+// the largest use since the call. It lets one group serve runs one after
+// another, each with its own peak.
+//
+// On v1, and on v2 from Linux 6.12, the kernel resets the peak in place.
+// Before Linux 6.12 memory.peak cannot be written; there the group's
+// processes move into a new child group, whose counters start at zero,
+// and Stats reads that child from then on: the peak, the memory in use,
+// the CPU time and the OOM kills are those of the processes since the
+// call (memory the group held before stays charged to the group, and its
+// limits, which stay on the group, still count it). The child before, if
+// any, is removed.
 func (g *Group) ResetPeak() error {
 	g.mu.RLock()
-	defer g.mu.RUnlock()
 	if g.destroyed {
+		g.mu.RUnlock()
 		return fmt.Errorf("unable to reset the peak memory of %s: %w", g.name, ErrDestroyed)
 	}
 	if g.m.version == V1 {
+		defer g.mu.RUnlock()
 		return g.set(g.m.mem, ctlMemMaxUsage, 0)
 	}
 	if !g.m.peak {
 		// The peak is sampled by Stats: start the samples again.
+		defer g.mu.RUnlock()
 		g.peak.Store(0)
 		return nil
 	}
 	for _, s := range g.stats {
-		if s.f.name != ctlMemoryPeak.name {
+		if s.f.name != ctlMemoryPeak.name || !s.writable {
 			continue
 		}
-		if !s.writable {
-			break
-		}
-		for {
-			_, err := unix.Write(s.fd, []byte("reset\n"))
-			switch {
-			case err == unix.EINTR:
-				continue
-			case err != nil:
-				return fmt.Errorf("unable to reset %s/%s/%s: %w", g.m.hiers[0].base, g.name, ctlMemoryPeak.name, err)
+		err := writePeak(s.fd)
+		if !errors.Is(err, unix.EINVAL) {
+			g.mu.RUnlock()
+			if err != nil {
+				return fmt.Errorf("unable to reset %s/%s: %w", g.statPath(0), ctlMemoryPeak.name, err)
 			}
 			return nil
 		}
+		// Before Linux 6.12 root opens memory.peak for writing (cgroupfs
+		// has a write handler for every file) and the write fails.
 	}
-	return fmt.Errorf("unable to reset the peak memory of %s: memory.peak is read-only before Linux 6.12: %w", g.name, errors.ErrUnsupported)
+	g.mu.RUnlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.destroyed {
+		return fmt.Errorf("unable to reset the peak memory of %s: %w", g.name, ErrDestroyed)
+	}
+	return g.newLeaf()
+}
+
+// writePeak writes a reset to the memory.peak open at fd.
+func writePeak(fd int) error {
+	for {
+		_, err := unix.Write(fd, []byte("reset\n"))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// moveTimeout bounds how long newLeaf waits for the group's processes to
+// be moved: a process that is exiting stays listed, and cannot be moved,
+// until its exit is done, and one that forks fast may need a few rounds.
+const moveTimeout = 2 * time.Second
+
+// newLeaf moves the group's processes into a new child group and makes
+// it the one Stats reads (see ResetPeak). The caller holds g.mu for
+// writing.
+func (g *Group) newLeaf() (retErr error) {
+	g.leaves++
+	name := "peak-" + strconv.Itoa(g.leaves)
+	dir := g.m.hiers[0].base + "/" + g.name + "/" + name
+	if err := unix.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("unable to create cgroup %s: %w", dir, err)
+	}
+	if g.m.hooks != nil {
+		if err := g.m.hooks.populate(dir, nil); err != nil {
+			return errors.Join(err, g.m.rmdir(dir))
+		}
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errors.Join(fmt.Errorf("unable to open cgroup %s: %w", dir, err), g.m.rmdir(dir))
+	}
+	from := g.procDir(0)
+	defer func() {
+		if retErr != nil {
+			// Back where they were, so that the group still holds them.
+			_ = g.m.moveProcs(fd, from)
+			_ = unix.Close(fd)
+			_ = g.m.rmdirRetry(dir)
+		}
+	}()
+	if err := g.m.moveProcs(from, fd); err != nil {
+		return fmt.Errorf("unable to move the processes of %s into %s: %w", g.statPath(0), dir, err)
+	}
+	if g.leaf < 0 {
+		// The group, now without processes of its own, gives its
+		// controllers to the child: the no-internal-process rule
+		// refuses that to a group that holds processes, so a process
+		// forked there meanwhile is moved too.
+		deadline := time.Now().Add(moveTimeout)
+		var b backoff
+		for {
+			err = writeAt(g.fds[0], ctlSubtreeControl, []byte("+"+strings.Join(g.m.hiers[0].controllers, " +")))
+			if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				break
+			}
+			b.sleep()
+			if err := g.m.moveProcs(g.fds[0], fd); err != nil {
+				return fmt.Errorf("unable to move the processes of %s into %s: %w", g.statPath(0), dir, err)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("unable to enable the controllers of %s/%s for its child %s: %w", g.m.hiers[0].base, g.name, name, err)
+		}
+	}
+	oldFD, oldName := g.leaf, g.leafName
+	for i := range g.stats {
+		if g.stats[i].fd >= 0 {
+			_ = unix.Close(g.stats[i].fd)
+		}
+	}
+	g.leaf, g.leafName = fd, name
+	g.openStats()
+	g.peak.Store(0)
+	if oldFD >= 0 {
+		_ = unix.Close(oldFD)
+		// Empty now: what it had charged goes to the group. One that a
+		// process still exiting keeps busy is left to Destroy.
+		if g.m.rmdirRetry(g.m.hiers[0].base+"/"+g.name+"/"+oldName) != nil {
+			g.oldLeaves = append(g.oldLeaves, oldName)
+		}
+	}
+	return nil
+}
+
+// moveProcs moves every process of the group at from into the group at
+// to, until from is empty. A process that exits meanwhile is skipped.
+func (m *Manager) moveProcs(from, to int) error {
+	var stack [16]int
+	pids := stack[:0]
+	deadline := time.Now().Add(moveTimeout)
+	var b backoff
+	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
+		if round > 0 {
+			b.sleep()
+		}
+		var err error
+		if pids, err = readPids(from, pids[:0]); err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			var buf [24]byte
+			b := strconv.AppendInt(buf[:0], int64(pid), 10)
+			var err error
+			if m.hooks != nil {
+				err = m.hooks.move(from, to, b)
+			} else {
+				err = writeAt(to, ctlProcs, b)
+			}
+			if err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("unable to move process %d: %w", pid, err)
+			}
+		}
+	}
+	return fmt.Errorf("processes %v still there after %v of moves", pids, moveTimeout)
 }
 
 // read reads the control file f of hierarchy h, through the descriptor
 // opened for Stats if there is one.
 func (g *Group) read(h int, f ctl, buf []byte) ([]byte, error) {
 	for _, s := range g.stats {
-		if s.h == h && s.f.name == f.name && s.fd >= 0 {
-			return preadAll(s.fd, buf)
+		if s.h == h && s.f.name == f.name {
+			if s.fd >= 0 {
+				return preadAll(s.fd, buf)
+			}
+			return readAt(g.procDir(h), f, buf)
 		}
 	}
 	return readAt(g.fds[h], f, buf)
@@ -305,6 +474,12 @@ func (g *Group) pids(dst []int) ([]int, error) {
 			return dst, fmt.Errorf("unable to read %s/%s/%s: %w", g.m.hiers[h].base, g.name, ctlProcs.name, err)
 		}
 	}
+	if g.leaf >= 0 {
+		var err error
+		if dst, err = readPids(g.leaf, dst); err != nil {
+			return dst, fmt.Errorf("unable to read %s/%s: %w", g.statPath(0), ctlProcs.name, err)
+		}
+	}
 	if len(g.fds) > 1 {
 		slices.Sort(dst)
 		dst = slices.Compact(dst)
@@ -423,6 +598,12 @@ func (g *Group) Destroy() error {
 		g.closeFDs()
 		g.destroyed = true
 	}
+	// The children first: a group with children cannot be removed.
+	for _, leaf := range append(g.oldLeaves, g.leafName) {
+		if leaf != "" {
+			errs = append(errs, g.m.rmdirRetry(g.m.hiers[0].base+"/"+g.name+"/"+leaf))
+		}
+	}
 	for _, h := range g.m.hiers {
 		errs = append(errs, g.m.rmdirRetry(h.base+"/"+g.name))
 	}
@@ -441,6 +622,10 @@ func (g *Group) closeFDs() {
 			_ = unix.Close(fd)
 			g.fds[i] = -1
 		}
+	}
+	if g.leaf >= 0 {
+		_ = unix.Close(g.leaf)
+		g.leaf = -1
 	}
 }
 

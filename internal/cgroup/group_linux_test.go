@@ -564,7 +564,7 @@ func TestResetPeak(t *testing.T) {
 		}
 	})
 	t.Run("v2 before memory.peak could be written", func(t *testing.T) {
-		_, opts := v2Tree(t)
+		f, opts := v2Tree(t)
 		g, err := mustDetect(t, opts).Create("run", Limits{})
 		if err != nil {
 			t.Fatal(err)
@@ -572,8 +572,49 @@ func TestResetPeak(t *testing.T) {
 		for i := range g.stats {
 			g.stats[i].writable = false
 		}
-		if err := g.ResetPeak(); !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("ResetPeak = %v, want ErrUnsupported", err)
+		f.write(v2Base+"/run/cgroup.procs", "4242\n")
+		if err := g.ResetPeak(); err != nil {
+			t.Fatal(err)
+		}
+		// The processes are in a new child, which the group's
+		// controllers reach; the limits stay on the group.
+		if got := f.read(v2Base + "/run/peak-1/cgroup.procs"); got != "4242\n" {
+			t.Fatalf("peak-1/cgroup.procs = %q after ResetPeak, want the group's process moved there", got)
+		}
+		if got := f.read(v2Base + "/run/cgroup.subtree_control"); got != "+memory +pids +cpu" {
+			t.Fatalf("cgroup.subtree_control = %q, want the controllers given to the child", got)
+		}
+		f.write(v2Base+"/run/cgroup.procs", "")
+		f.write(v2Base+"/run/memory.peak", "999\n")
+		f.write(v2Base+"/run/peak-1/memory.peak", "123\n")
+		if s, err := g.Stats(); err != nil || s.PeakMemory != 123 {
+			t.Fatalf("Stats = %+v, %v; want the child's peak, 123", s, err)
+		}
+		if err := g.Add(77); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.read(v2Base + "/run/peak-1/cgroup.procs"); got != "77" {
+			t.Fatalf("Add wrote %q to the child's cgroup.procs, want 77", got)
+		}
+		if fd, ok := g.FD(); !ok || fd != g.leaf {
+			t.Fatalf("FD = %d, %v; want the child's descriptor %d", fd, ok, g.leaf)
+		}
+		// The next reset makes another child and removes the first.
+		f.write(v2Base+"/run/peak-1/cgroup.procs", "")
+		for i := range g.stats {
+			g.stats[i].writable = false
+		}
+		if err := g.ResetPeak(); err != nil {
+			t.Fatal(err)
+		}
+		if f.exists(v2Base+"/run/peak-1") || !f.exists(v2Base+"/run/peak-2") {
+			t.Fatal("the second reset did not replace peak-1 by peak-2")
+		}
+		if err := g.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if f.exists(v2Base + "/run") {
+			t.Fatal("Destroy left the group or its child")
 		}
 	})
 	t.Run("v2 sampled peak starts again", func(t *testing.T) {

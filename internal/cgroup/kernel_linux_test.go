@@ -234,7 +234,7 @@ func TestKernelKillDoubleFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Kill took %v", time.Since(start))
-	if alive(sleepPid) {
+	if !dies(sleepPid) {
 		t.Errorf("sleep %d survived Kill", sleepPid)
 	}
 	if pids, err := g.pids(nil); err != nil || len(pids) != 0 {
@@ -251,6 +251,20 @@ func alive(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(data), ')')
 	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
+}
+
+// dies reports whether pid, killed, is done with its exit within ten
+// seconds. Kill returns once the group is empty, which a process leaves
+// early in its exit: under emulation it may still show as running for a
+// while.
+func dies(pid int) bool {
+	for range 1000 {
+		if !alive(pid) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 func TestKernelDestroy(t *testing.T) {
@@ -380,7 +394,7 @@ func TestKernelV2Kill(t *testing.T) {
 			if err := g.Kill(); err != nil {
 				t.Fatal(err)
 			}
-			if alive(sleepPid) {
+			if !dies(sleepPid) {
 				t.Errorf("sleep %d survived Kill", sleepPid)
 			}
 			if err := g.Destroy(); err != nil {
@@ -447,5 +461,108 @@ func TestKernelResetPeak(t *testing.T) {
 	}
 	if after.PeakMemory >= 40<<20 {
 		t.Fatalf("PeakMemory = %d after the reset of an idle group, want what it uses now (%d)", after.PeakMemory, after.Memory)
+	}
+}
+
+// A reset with a process in the group, as a kept sandbox's is: the
+// process keeps running under the group's limits, and Stats counts what
+// it does after the reset only.
+func TestKernelResetPeakWithProcess(t *testing.T) {
+	const limit = 64 << 20
+	_, err := os.Stat("/usr/bin/python3")
+	testutil.Require(t, err == nil, "needs /usr/bin/python3")
+	g := kernelGroup(t, Limits{Memory: limit, Processes: 16})
+	// The first python holds 40 MiB, the second touches 200 MiB after
+	// the reset: the limit must stop it, the group's, not a fresh one.
+	cmd := exec.Command("/bin/sh", "-c", `read go && /usr/bin/python3 -c "import sys; b = bytearray(40 << 20); print(1, flush=True); sys.stdin.readline()" && exec /usr/bin/python3 -c "b = bytearray(200 << 20)"`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	if err := g.Add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	before, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.PeakMemory < 40<<20 {
+		t.Fatalf("PeakMemory = %d before the reset, want the 40 MiB python holds", before.PeakMemory)
+	}
+	if err := g.ResetPeak(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.OOMKills != 0 {
+		t.Fatalf("OOMKills = %d right after the reset, want 0", after.OOMKills)
+	}
+	// The first python ends, the second starts in the same group.
+	if _, err := io.WriteString(stdin, "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if sig := waitSignal(t, cmd); sig != syscall.SIGKILL {
+		t.Fatalf("python ended by %v, want SIGKILL", sig)
+	}
+	end, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats before the reset %+v, right after %+v, at the end %+v", before, after, end)
+	if end.OOMKills < 1 {
+		t.Errorf("OOMKills = %d after the reset, want the kill of the second python", end.OOMKills)
+	}
+	if end.PeakMemory > limit+limit/16 {
+		t.Errorf("PeakMemory = %d, want at most the %d limit", end.PeakMemory, limit)
+	}
+	if end.CPU <= after.CPU {
+		t.Errorf("CPU = %v at the end, %v after the reset: want the time the second python ran counted", end.CPU, after.CPU)
+	}
+}
+
+// TestKernelRemoveStaleAfterReset: the group of a sandbox that was kept
+// (its peak reset, which on v2 before Linux 6.12 makes a child group)
+// and whose owner died is removed whole.
+func TestKernelRemoveStaleAfterReset(t *testing.T) {
+	m := kernelManager(t)
+	name := fmt.Sprintf("t%d-stale", os.Getpid())
+	g, err := m.Create(name, Limits{Memory: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Destroy() })
+	if err := g.ResetPeak(); err != nil {
+		t.Fatal(err)
+	}
+	// The owner dies: its descriptors close, its directories stay.
+	g.mu.Lock()
+	g.closeFDs()
+	g.mu.Unlock()
+	if n := m.RemoveStale(0, func(n string) bool { return n == name }); n != len(m.hiers) {
+		t.Fatalf("RemoveStale removed %d directories, want %d (the group in every hierarchy)", n, len(m.hiers))
+	}
+	for _, h := range m.hiers {
+		if _, err := os.Lstat(h.base + "/" + name); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s/%s is still there", h.base, name)
+		}
 	}
 }

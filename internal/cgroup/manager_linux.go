@@ -88,7 +88,7 @@ func (m *Manager) Create(name string, l Limits) (_ *Group, retErr error) {
 	if err := validateLimits(l); err != nil {
 		return nil, fmt.Errorf("unable to create cgroup %s: %w", name, err)
 	}
-	g := &Group{m: m, name: name, fds: make([]int, len(m.hiers))}
+	g := &Group{m: m, name: name, fds: make([]int, len(m.hiers)), leaf: -1}
 	for i := range g.fds {
 		g.fds[i] = -1
 	}

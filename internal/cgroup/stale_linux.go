@@ -26,7 +26,17 @@ func (m *Manager) RemoveStale(minAge time.Duration, stale func(name string) bool
 			if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < minAge {
 				continue
 			}
-			if m.rmdir(filepath.Join(h.base, e.Name())) == nil {
+			dir := filepath.Join(h.base, e.Name())
+			// A v2 group a peak reset gave a child (see ResetPeak):
+			// the child first.
+			if kids, err := os.ReadDir(dir); err == nil {
+				for _, k := range kids {
+					if k.IsDir() {
+						_ = m.rmdir(filepath.Join(dir, k.Name()))
+					}
+				}
+			}
+			if m.rmdir(dir) == nil {
 				n++
 			}
 		}

@@ -122,7 +122,7 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
 	}
 	child, parent = append(child, w), append(parent, r)
-	proc, release, err := b.startInit(child)
+	proc, release, err := b.startInit(child, group)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +139,10 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		release()
 		s.waited <- st
 	}()
-	if group != nil {
-		// The init waits for its setup before it does anything, so it
-		// joins its cgroup before any of its work is done.
+	if _, cloned := groupFD(group); group != nil && !cloned {
+		// cgroup v1: the init waits for its setup before it does
+		// anything, so it joins its cgroup before any of its work is
+		// done.
 		if err := group.Add(proc.Pid); err != nil {
 			s.kill()
 			s.close()
@@ -156,17 +157,31 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 	return s, nil
 }
 
+// groupFD is the descriptor a new process is cloned into group with
+// (cgroup v2, CLONE_INTO_CGROUP); ok is false on v1 and without a group.
+func groupFD(group *cgroup.Group) (fd int, ok bool) {
+	if group == nil {
+		return -1, false
+	}
+	return group.FD()
+}
+
 // startInit starts the sandbox init with the descriptors child, in new
-// namespaces. release, called once the init has exited, gives back what
-// the start took.
-func (b *Backend) startInit(child []*os.File) (proc *os.Process, release func(), err error) {
+// namespaces and, on cgroup v2, inside group from its first instruction.
+// release, called once the init has exited, gives back what the start
+// took.
+func (b *Backend) startInit(child []*os.File, group *cgroup.Group) (proc *os.Process, release func(), err error) {
 	release = func() {}
+	attr := b.sysProcAttr()
+	if fd, ok := groupFD(group); ok {
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
 	start := func() (err error) {
 		proc, err = os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
 			Dir:   "/",
 			Env:   []string{},
 			Files: child,
-			Sys:   b.sysProcAttr(),
+			Sys:   attr,
 		})
 		return err
 	}

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if sandboxtest.RootlessMain(openAsUser, native.BaseMounts()) {
 		os.Exit(0)
 	}
+	if mode := os.Getenv(delegatedEnv); mode != "" {
+		os.Exit(delegatedChild(mode == "full"))
+	}
 	os.Exit(m.Run())
 }
 
