@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-cgroup2 test-rootless lint bench fuzz deps images image test-image clean
+.PHONY: build run test test-cgroup2 test-rootless lint bench fuzz deps images image test-image test-pod-settings clean
 
 build: ## build bin/coderunner
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
@@ -50,6 +50,10 @@ image: ## build the service image coderunner/executor:latest (starts dockerd, bu
 
 test-image: ## build the image, start it with deploy/run-container.sh and drive it from outside
 	scripts/test-image.sh
+
+test-pod-settings: image ## the image under Docker with the settings of each Kubernetes variant (deploy/kubernetes)
+	scripts/test-pod-settings.sh default
+	scripts/test-pod-settings.sh unprivileged
 
 clean:
 	rm -rf bin
