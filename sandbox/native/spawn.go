@@ -278,7 +278,7 @@ func openIn(root *os.File, src string) (*os.File, error) {
 // the kernel then kills and reaps the rest of its PID namespace and
 // tears its namespaces down, which takes milliseconds. An init still
 // there past it is reported, and left.
-var exitWait = 10 * time.Second
+const exitWait = 10 * time.Second
 
 // errUnkillable is the error of an init that could not be killed, or did
 // not exit once killed.
