@@ -34,9 +34,9 @@ var initCaps = []uintptr{
 type started struct {
 	proc   *os.Process
 	waited chan *os.ProcessState
-	// pidfd refers to the init until it is reaped (nil where the kernel
-	// has no pidfds); owner is the host uid that started it, which owns
-	// its user namespace (0 when the backend is not root).
+	// pidfd refers to the init, reaped or not, until close (nil where
+	// the kernel has no pidfds); owner is the host uid that started it,
+	// which owns its user namespace (0 when the backend is not root).
 	pidfd *os.File
 	owner int
 	// group is the init's cgroup, or nil without cgroups; limits are the
@@ -143,9 +143,6 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 	}
 	go func() {
 		st, _ := proc.Wait()
-		if pidfd != nil {
-			_ = pidfd.Close()
-		}
 		release()
 		s.waited <- st
 	}()
@@ -303,6 +300,9 @@ func (s *started) kill() error {
 // every capability in it; and, failing that, through the init's cgroup
 // (cgroup.kill on v2; on v1, frozen and killed).
 func (s *started) signal() error {
+	if !s.alive() {
+		return nil // exited and reaped
+	}
 	err := s.send(0)
 	if err != nil && errors.Is(err, unix.EPERM) && s.owner > 0 {
 		if oerr := s.send(s.owner); oerr != nil {
@@ -328,7 +328,7 @@ func (s *started) signal() error {
 // a thread with that host uid; an init already reaped needs nothing.
 func (s *started) send(as int) error {
 	err := sendKill(s, as)
-	if errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrProcessDone) || errors.Is(err, os.ErrClosed) {
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrProcessDone) {
 		return nil
 	}
 	return err
@@ -397,11 +397,17 @@ func (s *started) done() {
 	}
 }
 
-// close releases the parent's ends of the pipes.
+// close releases the parent's ends of the pipes, and the init's pidfd:
+// it comes after every kill.
 func (s *started) close() {
 	s.once.Do(func() {
 		for _, f := range []*os.File{s.stdin, s.stdout, s.stderr, s.config, s.status} {
 			_ = f.Close()
+		}
+		// After every kill: a reaped init's pidfd still answers, with
+		// ESRCH.
+		if s.pidfd != nil {
+			_ = s.pidfd.Close()
 		}
 	})
 }
