@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -122,7 +123,11 @@ func (d *discovered) find(ctx context.Context, r *Recipe, base []string, getenv 
 		if tc.Mount != "" {
 			rel, _ := filepath.Rel(hostRoot, hostTool)
 			d.root, d.tool = tc.Mount, filepath.Join(tc.Mount, rel)
-			d.mounts = append(d.mounts, sandbox.Mount{Source: hostRoot, Target: tc.Mount})
+			mounts, err := rootMounts(hostRoot, tc.Mount, d.mounts)
+			if err != nil {
+				return err
+			}
+			d.mounts = append(d.mounts, mounts...)
 		} else {
 			if !visible(hostTool) {
 				return fmt.Errorf("%s is not visible in the sandbox: set toolchain.mount", hostTool)
@@ -320,6 +325,90 @@ func linkedDirs(root string, visible func(string) bool) []string {
 		}
 		out = append(out, d)
 	}
+	return out
+}
+
+// maxLinkMounts bounds the mounts added for one toolchain root's links.
+const maxLinkMounts = 16
+
+// rootMounts mounts the toolchain root at target. Relative symbolic links
+// in the root that lead out of it (Debian's Go: /usr/lib/go-1.19/src is
+// ../../share/go-1.19/src) would point nowhere at target: what each leads
+// to on the host is also mounted, read-only, where the link expects it
+// once the root is at target (/share/go-1.19/src for /opt/go/src), with
+// nested ones folded into their ancestors. A link whose place is one the
+// sandbox reserves (checkTarget), or another mount's, is left as it is.
+// Only the host's toolchain tree is read, never a path a sandbox can
+// write.
+func rootMounts(root, target string, taken []sandbox.Mount) ([]sandbox.Mount, error) {
+	mounts := []sandbox.Mount{{Source: root, Target: target}}
+	taken = append(slices.Clip(taken), mounts...)
+	var extra []sandbox.Mount
+	for _, rel := range outboundLinks(root) {
+		text, err := os.Readlink(filepath.Join(root, rel))
+		if err != nil {
+			continue
+		}
+		where := filepath.Join(target, filepath.Dir(rel), text)
+		src, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+		if err != nil {
+			continue // dangling on the host too
+		}
+		if checkTarget(where) != nil || slices.ContainsFunc(taken, func(m sandbox.Mount) bool {
+			return under(where, m.TargetPath()) || under(m.TargetPath(), where)
+		}) {
+			continue
+		}
+		extra = append(extra, sandbox.Mount{Source: src, Target: where})
+	}
+	// Ancestors first, so that a nested link that the ancestor's mount
+	// already shows is folded into it.
+	slices.SortFunc(extra, func(a, b sandbox.Mount) int { return strings.Compare(a.Target, b.Target) })
+	for _, m := range extra {
+		folded := false
+		for _, a := range mounts[1:] {
+			if under(m.Target, a.Target) {
+				// Shown by a, if a's tree holds the same thing there;
+				// otherwise it cannot be mounted inside a's read-only
+				// tree either.
+				folded = true
+				break
+			}
+		}
+		if folded {
+			continue
+		}
+		if len(mounts) > maxLinkMounts {
+			return nil, fmt.Errorf("toolchain root %s: more than %d links lead out of it", root, maxLinkMounts)
+		}
+		mounts = append(mounts, m)
+	}
+	return mounts, nil
+}
+
+// outboundLinks lists, relative to root, the relative symbolic links in
+// root that lead out of it.
+func outboundLinks(root string) []string {
+	var out []string
+	n := 0
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		n++
+		if err != nil || n > maxWalk {
+			return filepath.SkipAll
+		}
+		if e.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		t, err := os.Readlink(p)
+		if err != nil || filepath.IsAbs(t) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if to := filepath.Join(filepath.Dir(rel), t); to == ".." || strings.HasPrefix(to, "../") {
+			out = append(out, rel)
+		}
+		return nil
+	})
 	return out
 }
 

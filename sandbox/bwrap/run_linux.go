@@ -31,6 +31,8 @@ const (
 	setupTimeout = 10 * time.Second
 	// drainTimeout bounds how long output is read after the run ended.
 	drainTimeout = 2 * time.Second
+	// exitTimeout bounds the wait for bwrap's exit once it was killed.
+	exitTimeout = 10 * time.Second
 )
 
 // maxInodes caps the files of each tmpfs: without it a run could pin
@@ -108,14 +110,18 @@ func (r *run) close() {
 	// The child first: it waits on the block pipe, which closing would
 	// release, and it is not yet bound to die with bwrap.
 	if r.childPID > 0 {
-		_ = unix.Kill(r.childPID, unix.SIGKILL)
-	}
-	if r.group != nil {
-		_ = r.group.Kill()
+		if err := r.asBwrap(func() error { return unix.Kill(r.childPID, unix.SIGKILL) }); err != nil {
+			r.b.log.Warn("unable to kill bwrap's sandbox child", "run", r.id, "error", err)
+		}
 	}
 	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
-		<-r.waited
+		if err := r.stop(); err != nil {
+			r.b.log.Error("unable to stop bwrap", "run", r.id, "error", err)
+		}
+	} else if r.group != nil {
+		if err := r.group.Kill(); err != nil {
+			r.b.log.Warn("unable to kill the run's cgroup", "run", r.id, "error", err)
+		}
 	}
 	if r.childPID > 0 {
 		reap(r.childPID)
@@ -398,17 +404,59 @@ func (p *program) Wait(quit <-chan struct{}) error {
 // program shares.
 func (p *program) Stop(reason watch.Reason) error {
 	r := p.r
-	if r.group != nil {
-		_ = r.group.Kill()
+	if err := r.stop(); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
-	_ = r.cmd.Process.Kill()
-	<-r.waited
 	if reason == watch.ReasonNone && !p.waitStatus().Signaled() {
 		if err := r.programRan(p.status); err != nil {
 			return r.bwrapFailed(err, p.stderr)
 		}
 	}
 	return nil
+}
+
+// stop kills the run's cgroup and bwrap, and waits, for up to
+// exitTimeout, for bwrap's exit. Where the cgroup cannot be killed
+// (cgroup v1 without CAP_KILL: its processes are another host user's),
+// bwrap's death kills the sandbox (it dies with bwrap), which the
+// cgroup, killed again, then shows.
+func (r *run) stop() error {
+	var groupErr error
+	if r.group != nil {
+		groupErr = r.group.Kill()
+	}
+	var errs []error
+	if err := r.asBwrap(r.cmd.Process.Kill); err != nil {
+		errs = append(errs, fmt.Errorf("unable to kill bwrap: %w", err))
+	}
+	timer := time.NewTimer(exitTimeout)
+	defer timer.Stop()
+	select {
+	case <-r.waited:
+	case <-timer.C:
+		errs = append(errs, fmt.Errorf("bwrap (process %d) still running %v after SIGKILL", r.cmd.Process.Pid, exitTimeout))
+	}
+	if groupErr != nil {
+		if err := r.group.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// asBwrap sends a signal with send as root and, refused (root without
+// CAP_KILL: bwrap and its sandbox are another host user's), again from a
+// thread with bwrap's uid, which owns the sandbox's user namespace. A
+// process already gone needs nothing.
+func (r *run) asBwrap(send func() error) error {
+	err := send()
+	if errors.Is(err, unix.EPERM) && r.uid > 0 {
+		err = threadid.As(r.uid, send)
+	}
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
 }
 
 func (p *program) waitStatus() syscall.WaitStatus {

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if sandboxtest.RootlessMain(openAsUser, sandbox.SystemMounts()) {
 		os.Exit(0)
 	}
+	if withoutKillMain() {
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

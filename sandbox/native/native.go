@@ -135,19 +135,23 @@ type Backend struct {
 	coldStarts atomic.Uint64
 
 	pool *warmPool
-	// background is set where sandboxes started ahead of need can run at
+	// background is set while sandboxes started ahead of need start at
 	// the lowest priority until a run takes them: as root, where the
-	// priority can be given back (priorityRestorable).
-	background bool
+	// priority can be given back (priorityRestorable), until a refusal
+	// says otherwise (foreground).
+	background atomic.Bool
 	closeOnce  sync.Once
 	// open are the series not yet closed, whose kept sandboxes Close
 	// releases.
 	seriesMu sync.Mutex
 	open     map[*series]struct{}
 	// teardown counts runs whose sandbox is still being torn down after
-	// their result was returned.
-	teardown sync.WaitGroup
-	runID    atomic.Uint64
+	// their result was returned; teardownErrs are the errors of such
+	// teardowns, which Close returns.
+	teardown     sync.WaitGroup
+	teardownMu   sync.Mutex
+	teardownErrs []error
+	runID        atomic.Uint64
 }
 
 // spawnID numbers the sandboxes of this process, whatever backend made
@@ -237,8 +241,8 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
 	if opts.Warm > 0 && b.refusal == nil {
-		b.background = b.privileged && priorityRestorable()
-		if b.privileged && !b.background {
+		b.background.Store(b.privileged && priorityRestorable())
+		if b.privileged && !b.background.Load() {
 			b.log.Info("sandboxes started ahead of need keep the normal priority: this process could not give a lowered priority back (CAP_SYS_NICE counts only outside a user namespace)",
 				"event", "warm_priority_normal")
 		}

@@ -119,12 +119,15 @@ func (r *run) close() {
 	}
 	release := func() {
 		if sp := r.sandbox; sp != nil {
-			sp.kill()
+			err := sp.kill()
 			sp.close()
 			if sp.group != nil {
-				if err := sp.group.Destroy(); err != nil {
-					r.b.log.Warn("unable to remove run cgroup", "run", r.id, "error", err)
+				if derr := sp.group.Destroy(); derr != nil {
+					err = errors.Join(err, derr)
 				}
+			}
+			if err != nil {
+				r.b.tornDown(fmt.Errorf("run %d: unable to tear its sandbox down: %w", r.id, err))
 			}
 		}
 	}
@@ -162,10 +165,18 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 		// reading goroutine: frozen and killed through its cgroup, so
 		// that it cannot take one more step.
 		Halt: func() {
+			var err error
 			if sp.group != nil {
-				_ = sp.group.Kill()
+				err = sp.group.Kill()
 			}
-			_ = sp.proc.Kill()
+			if serr := sp.signal(); serr != nil {
+				err = errors.Join(err, serr)
+			}
+			if err != nil {
+				// Stop, which follows, kills the init again and fails
+				// the run if it cannot.
+				r.b.log.Warn("unable to stop a run past its output cap", "run", r.id, "error", err)
+			}
 		},
 		Drain: drainTimeout,
 		Stuck: func() { r.b.log.Warn("output still open after the sandbox ended", "run", r.id) },
@@ -245,11 +256,17 @@ func (p *program) Wait(quit <-chan struct{}) error {
 func (p *program) Stop(reason watch.Reason) error {
 	sp := p.sp
 	p.ended = p.reported && reason == watch.ReasonNone && p.r.series != nil && bytes.HasPrefix(p.msg, []byte("X "))
+	var err error
 	if !p.ended {
-		_ = sp.proc.Kill()
+		err = sp.signal()
 	}
 	if reason != watch.ReasonNone && sp.group != nil {
-		_ = sp.group.Kill()
+		if gerr := sp.group.Kill(); gerr != nil {
+			err = errors.Join(err, gerr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	return nil
 }
@@ -277,7 +294,11 @@ func (p *program) Totals(int64) (watch.Totals, error) {
 	// Without a cgroup the init's rusage, which includes the program it
 	// reaped, is all there is.
 	var tot watch.Totals
-	p.state = sp.wait()
+	st, err := sp.waitFor(exitWait)
+	if err != nil {
+		return watch.Totals{}, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+	}
+	p.state = st
 	if ru, ok := p.state.SysUsage().(*syscall.Rusage); ok {
 		tot.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		tot.PeakMemory = ru.Maxrss * 1024
@@ -311,7 +332,11 @@ func (p *program) Exit(_ *sandbox.Result, reason watch.Reason) (watch.Exit, erro
 	}
 	return watch.Exit{Code: -1, Signal: syscall.SIGKILL, Lost: func() error {
 		if p.state == nil {
-			p.state = p.sp.wait()
+			st, err := p.sp.waitFor(exitWait)
+			if err != nil {
+				return fmt.Errorf("%w: %w: %w", sandbox.ErrSetup, errInitDied, err)
+			}
+			p.state = st
 		}
 		return fmt.Errorf("%w: %w (%v)", sandbox.ErrSetup, errInitDied, p.state)
 	}}, nil

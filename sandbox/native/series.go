@@ -146,7 +146,9 @@ func (s *series) release(sp *started) {
 	s.b.teardown.Add(1)
 	go func() {
 		defer s.b.teardown.Done()
-		sp.discard()
+		if err := sp.discard(); err != nil {
+			s.b.tornDown(fmt.Errorf("unable to release a kept sandbox: %w", err))
+		}
 	}()
 }
 

@@ -64,7 +64,11 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 			if !strings.HasPrefix(string(line), "E ") || !strings.Contains(string(line), tt.want) {
 				t.Fatalf("the init answered %q, want a refusal naming %q", line, tt.want)
 			}
-			if st := sp.wait(); st.Success() {
+			st, err := sp.waitFor(exitWait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Success() {
 				t.Fatalf("the init went on after refusing: %v", st)
 			}
 		})

@@ -2,10 +2,15 @@ package native_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
@@ -173,4 +178,78 @@ func cappedDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = d.Remove() })
 	return d.Path
+}
+
+// idleChildren waits until the kept init pid blocks for its next run (in
+// recvmsg on its config socket) and returns the children it has then, each
+// with its state: an idle sandbox must hold nothing of the runs before.
+func idleChildren(t *testing.T, pid int) []string {
+	t.Helper()
+	for range 1000 {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Fields(string(raw))
+		if len(fields) > 0 && fields[0] == strconv.Itoa(unix.SYS_RECVMSG) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(raw)); len(f) == 0 || f[0] != strconv.Itoa(unix.SYS_RECVMSG) {
+		t.Fatalf("the kept init never waited for its next run: %s", raw)
+	}
+	list, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var children []string
+	for _, c := range strings.Fields(string(list)) {
+		stat, err := os.ReadFile("/proc/" + c + "/stat")
+		if err != nil {
+			children = append(children, c+" (gone)")
+			continue
+		}
+		// The state follows the command's closing parenthesis.
+		s := string(stat)
+		children = append(children, c+" "+strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0])
+	}
+	return children
+}
+
+// TestSeriesLeavesNoZombie runs, in one series, programs that double-fork
+// and exit: between runs the kept init has reaped every process of the
+// runs before, so that none is left as a zombie in the idle sandbox.
+func TestSeriesLeavesNoZombie(t *testing.T) {
+	b := newBackend(t)
+	defer b.Close()
+	ser := b.Series()
+	defer ser.Close()
+	spec := &sandbox.Spec{
+		Args:   []string{"/bin/sh", "-c", "(sleep 1000 &); (sh -c 'sleep 1000 & exit 0' &); echo done"},
+		Mounts: native.BaseMounts(),
+		Limits: sandbox.Limits{WallTime: 10 * time.Second},
+	}
+	var init int
+	for i := range 3 {
+		res, err := ser.Run(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != sandbox.StatusOK || strings.TrimSpace(string(res.Stdout)) != "done" {
+			t.Fatalf("run %d: status %s, stdout %q, stderr %q", i, res.Status, res.Stdout, res.Stderr)
+		}
+		kept := native.KeptInits(ser)
+		if len(kept) != 1 || (init != 0 && kept[0] != init) {
+			t.Fatalf("run %d: inits kept %v, want the same one (%d) throughout", i, kept, init)
+		}
+		init = kept[0]
+		if children := idleChildren(t, init); len(children) != 0 {
+			t.Fatalf("run %d: the idle sandbox's init has children %v, want none", i, children)
+		}
+	}
 }

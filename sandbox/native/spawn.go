@@ -34,6 +34,11 @@ var initCaps = []uintptr{
 type started struct {
 	proc   *os.Process
 	waited chan *os.ProcessState
+	// pidfd refers to the init, reaped or not, until close (nil where
+	// the kernel has no pidfds); owner is the host uid that started it,
+	// which owns its user namespace (0 when the backend is not root).
+	pidfd *os.File
+	owner int
 	// group is the init's cgroup, or nil without cgroups; limits are the
 	// limits it has now.
 	group  *cgroup.Group
@@ -122,12 +127,14 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		return nil, fmt.Errorf("%w: unable to create pipe: %w", sandbox.ErrSetup, err)
 	}
 	child, parent = append(child, w), append(parent, r)
-	proc, release, err := b.startInit(child, group)
+	proc, pidfd, owner, release, err := b.startInit(child, group)
 	if err != nil {
 		return nil, err
 	}
 	s := &started{
 		proc:    proc,
+		pidfd:   pidfd,
+		owner:   owner,
 		waited:  make(chan *os.ProcessState, 1),
 		group:   group,
 		limits:  limits,
@@ -144,13 +151,13 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		// anything, so it joins its cgroup before any of its work is
 		// done.
 		if err := group.Add(proc.Pid); err != nil {
-			s.kill()
+			err = errors.Join(err, s.kill())
 			s.close()
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
 	if err := b.sendFirstPhase(s, extra, recent); err != nil {
-		s.kill()
+		err = errors.Join(err, s.kill())
 		s.close()
 		return nil, err
 	}
@@ -168,14 +175,17 @@ func groupFD(group *cgroup.Group) (fd int, ok bool) {
 
 // startInit starts the sandbox init with the descriptors child, in new
 // namespaces and, on cgroup v2, inside group from its first instruction.
-// release, called once the init has exited, gives back what the start
-// took.
-func (b *Backend) startInit(child []*os.File, group *cgroup.Group) (proc *os.Process, release func(), err error) {
+// pidfd refers to it (nil without pidfds); owner is the host uid that
+// owns its user namespace, as root. release, called once the init has
+// exited, gives back what the start took.
+func (b *Backend) startInit(child []*os.File, group *cgroup.Group) (proc *os.Process, pidfd *os.File, owner int, release func(), err error) {
 	release = func() {}
 	attr := b.sysProcAttr()
 	if fd, ok := groupFD(group); ok {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
+	fd := -1
+	attr.PidFD = &fd
 	start := func() (err error) {
 		proc, err = os.StartProcess("/proc/self/exe", []string{nsinit.ArgV0}, &os.ProcAttr{
 			Dir:   "/",
@@ -193,7 +203,7 @@ func (b *Backend) startInit(child []*os.File, group *cgroup.Group) (proc *os.Pro
 		// queue bytes). As root that thread is given the owner's uid
 		// for the start (one of b.owners), and keeps its
 		// capabilities to write the namespace's id maps.
-		owner := b.owners.Take()
+		owner = b.owners.Take()
 		if err = threadid.Privileged(owner, start); err == nil {
 			release = func() { b.owners.Put(owner) }
 		} else {
@@ -203,9 +213,12 @@ func (b *Backend) startInit(child []*os.File, group *cgroup.Group) (proc *os.Pro
 		err = start()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
+		return nil, nil, 0, nil, fmt.Errorf("%w: unable to start sandbox init: %w", sandbox.ErrSetup, err)
 	}
-	return proc, release, nil
+	if fd >= 0 {
+		pidfd = os.NewFile(uintptr(fd), "pidfd")
+	}
+	return proc, pidfd, owner, release, nil
 }
 
 // sendFirstPhase sends s its first phase (firstPhase), with, as root, the
@@ -258,28 +271,122 @@ func openIn(root *os.File, src string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), src), nil
 }
 
-// kill stops the init (and so everything in its PID namespace) and waits
-// for it.
-func (s *started) kill() {
-	_ = s.proc.Kill()
-	s.wait()
+// exitWait bounds how long the backend waits for a killed init to exit:
+// the kernel then kills and reaps the rest of its PID namespace and
+// tears its namespaces down, which takes milliseconds. An init still
+// there past it is reported, and left.
+const exitWait = 10 * time.Second
+
+// errUnkillable is the error of an init that could not be killed, or did
+// not exit once killed.
+var errUnkillable = errors.New("sandbox init could not be stopped")
+
+// kill stops the init, and so everything in its PID namespace, and waits,
+// for up to exitWait, for it to exit.
+func (s *started) kill() error {
+	if err := s.signal(); err != nil {
+		return err
+	}
+	if _, err := s.waitFor(exitWait); err != nil {
+		return err
+	}
+	return nil
 }
 
-// wait waits for the init to exit.
-func (s *started) wait() *os.ProcessState {
-	st := <-s.waited
-	s.waited <- st
-	return st
+// signal sends the init SIGKILL, through its pidfd, so that a reused
+// process id is never signalled. Without CAP_KILL, root may not signal
+// the init (a process of another host user): the signal is then sent
+// from a thread with the uid of the user namespace's owner, which holds
+// every capability in it; and, failing that, through the init's cgroup
+// (cgroup.kill on v2; on v1, frozen and killed).
+func (s *started) signal() error {
+	if !s.alive() {
+		return nil // exited and reaped
+	}
+	err := s.send(0)
+	if err != nil && errors.Is(err, unix.EPERM) && s.owner > 0 {
+		if oerr := s.send(s.owner); oerr != nil {
+			err = errors.Join(err, fmt.Errorf("as uid %d: %w", s.owner, oerr))
+		} else {
+			err = nil
+		}
+	}
+	if err != nil && s.group != nil {
+		if gerr := killGroup(s.group); gerr != nil {
+			err = errors.Join(err, gerr)
+		} else {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: unable to kill process %d: %w", errUnkillable, s.proc.Pid, err)
+	}
+	return nil
+}
+
+// send sends SIGKILL to the init from this thread, or, with as set, from
+// a thread with that host uid; an init already reaped needs nothing.
+func (s *started) send(as int) error {
+	err := sendKill(s, as)
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+// killGroup kills every process in g; the tests replace it to make the
+// kernel refuse.
+var killGroup = (*cgroup.Group).Kill
+
+// sendKill sends SIGKILL to s's init, from a thread with host uid as
+// when it is set; the tests replace it to make the kernel refuse.
+var sendKill = func(s *started, as int) error {
+	kill := func() error {
+		if s.pidfd == nil {
+			return s.proc.Signal(syscall.SIGKILL)
+		}
+		raw, err := s.pidfd.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var sigErr error
+		if err := raw.Control(func(fd uintptr) {
+			sigErr = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0)
+		}); err != nil {
+			return err
+		}
+		return sigErr
+	}
+	if as > 0 {
+		return threadid.As(as, kill)
+	}
+	return kill()
+}
+
+// waitFor waits, for up to d, for the init to exit.
+func (s *started) waitFor(d time.Duration) (*os.ProcessState, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case st := <-s.waited:
+		s.waited <- st
+		return st, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: process %d still there %v after SIGKILL", errUnkillable, s.proc.Pid, d)
+	}
 }
 
 // discard kills the init and removes its cgroup.
-func (s *started) discard() {
-	s.kill()
+func (s *started) discard() error {
+	err := s.kill()
 	s.close()
 	if s.group != nil {
-		_ = s.group.Destroy()
+		if derr := s.group.Destroy(); derr != nil {
+			err = errors.Join(err, derr)
+		}
 	}
 	s.done()
+	return err
 }
 
 // done tells the warm pool, if the init came from it, that its run is
@@ -290,11 +397,17 @@ func (s *started) done() {
 	}
 }
 
-// close releases the parent's ends of the pipes.
+// close releases the parent's ends of the pipes, and the init's pidfd:
+// it comes after every kill.
 func (s *started) close() {
 	s.once.Do(func() {
 		for _, f := range []*os.File{s.stdin, s.stdout, s.stderr, s.config, s.status} {
 			_ = f.Close()
+		}
+		// After every kill: a reaped init's pidfd still answers, with
+		// ESRCH.
+		if s.pidfd != nil {
+			_ = s.pidfd.Close()
 		}
 	})
 }
@@ -475,6 +588,8 @@ type warmPool struct {
 	ready chan *started
 	quit  chan struct{}
 	done  chan struct{}
+	// starters are the refill goroutines; done closes once they end.
+	starters sync.WaitGroup
 	// mu orders a run putting back an init it could not use against
 	// Close emptying the pool for good (closed).
 	mu     sync.Mutex
@@ -491,12 +606,11 @@ func (b *Backend) startPool(size int) {
 	b.pool = p
 	// One starter per slot: starting a sandbox is mostly waiting for the
 	// kernel (a new network namespace above all), so they overlap well.
-	var starters sync.WaitGroup
 	for range size {
-		starters.Go(func() { b.refill(p) })
+		p.starters.Go(func() { b.refill(p) })
 	}
 	go func() {
-		starters.Wait()
+		p.starters.Wait()
 		close(p.done)
 	}()
 }
@@ -512,7 +626,7 @@ func (b *Backend) startPool(size int) {
 // the init back the normal priority.
 func (b *Backend) refill(p *warmPool) {
 	background := false
-	if b.background {
+	if b.background.Load() {
 		// The inits this thread starts die with it (Pdeathsig): it must
 		// outlive the pool, so it is given back, at the normal priority,
 		// rather than left to end with the goroutine.
@@ -527,6 +641,15 @@ func (b *Backend) refill(p *warmPool) {
 	}
 	delay := 10 * time.Millisecond
 	for {
+		if background && !b.background.Load() {
+			// A sandbox's priority could not be restored (foreground):
+			// this thread cannot get its own back either. Another
+			// starter, at the normal priority, takes over; this thread
+			// ends with the goroutine, and the sandboxes it started
+			// with it (Pdeathsig), which take then finds dead.
+			p.starters.Go(func() { b.refill(p) })
+			return
+		}
 		select {
 		case p.slots <- struct{}{}:
 		case <-p.quit:
@@ -583,25 +706,41 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 		return nil, err
 	}
 	if s.background {
-		if err := unix.Setpriority(unix.PRIO_PROCESS, s.proc.Pid, 0); err != nil {
-			s.discard()
-			return nil, fmt.Errorf("%w: unable to restore the sandbox's priority: %w", sandbox.ErrSetup, err)
-		}
-		if s.group != nil {
-			if err := s.group.SetBackground(false); err != nil {
-				s.discard()
-				return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
-			}
+		if s, err = b.foreground(s, need); err != nil {
+			return nil, err
 		}
 	}
 	b.recent.Store(&lim)
 	want := cgroupLimits(lim)
 	if s.group != nil && s.limits != want {
 		if err := s.group.Update(want); err != nil {
-			s.discard()
+			b.discardLogged(s, "a sandbox whose limits could not be set")
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 		s.limits = want
+	}
+	return s, nil
+}
+
+// foreground gives a sandbox started ahead of need, at the lowest
+// priority, the normal priority and CPU weight back. Where the kernel
+// refuses the priority all the same (priorityRestorable said it would
+// not), the run gets a new sandbox instead, and later ones start at the
+// normal priority: a refusal never fails the run.
+func (b *Backend) foreground(s *started, need []string) (*started, error) {
+	if err := unix.Setpriority(unix.PRIO_PROCESS, s.proc.Pid, 0); err != nil {
+		if b.background.Swap(false) {
+			b.log.Warn("unable to give a sandbox started ahead of need its priority back; such sandboxes start at the normal priority from now on",
+				"event", "background_priority_refused", "backend", b.Name(), "error", err)
+		}
+		b.discardLogged(s, "a sandbox left at the lowest priority")
+		return b.coldStart(need)
+	}
+	if s.group != nil {
+		if err := s.group.SetBackground(false); err != nil {
+			b.discardLogged(s, "a sandbox whose CPU weight could not be restored")
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
+		}
 	}
 	return s, nil
 }
@@ -630,7 +769,7 @@ func (b *Backend) warm(sources []string) (*started, error) {
 			select {
 			case s := <-b.pool.ready:
 				if !s.alive() {
-					s.discard()
+					b.discardLogged(s, "a sandbox started ahead of need died")
 					<-b.pool.slots
 					continue
 				}
@@ -644,7 +783,7 @@ func (b *Backend) warm(sources []string) (*started, error) {
 				// needs a source only a new init can open.
 				b.pool.mu.Lock()
 				if b.pool.closed {
-					s.discard()
+					b.discardLogged(s, "a sandbox started ahead of need, once they were stopped")
 					<-b.pool.slots
 				} else {
 					b.pool.ready <- s // never blocks: it was just taken out
@@ -685,9 +824,10 @@ func (s *started) reaches(sources []string) bool {
 
 // Close stops the inits started ahead of need, releases the sandboxes
 // series keep, and waits for the teardown of finished runs. Runs under
-// way are not affected. It is safe to call more than once.
+// way are not affected. It returns the errors of teardowns that failed
+// (each also logged) since the last call. It is safe to call more than
+// once.
 func (b *Backend) Close() error {
-	defer b.teardown.Wait()
 	b.closeSeries()
 	b.closeOnce.Do(func() {
 		if b.pool == nil {
@@ -701,12 +841,43 @@ func (b *Backend) Close() error {
 		for {
 			select {
 			case s := <-b.pool.ready:
-				s.discard()
+				if err := s.discard(); err != nil {
+					b.tornDown(fmt.Errorf("unable to stop a sandbox started ahead of need: %w", err))
+				}
 				continue
 			default:
 			}
 			return
 		}
 	})
-	return nil
+	b.teardown.Wait()
+	b.teardownMu.Lock()
+	defer b.teardownMu.Unlock()
+	err := errors.Join(b.teardownErrs...)
+	b.teardownErrs = nil
+	return err
+}
+
+// tornDown logs an error of a sandbox's teardown, which happens after the
+// run's result is out or in the background, and keeps it for Close to
+// return.
+func (b *Backend) tornDown(err error) {
+	b.log.Error("a sandbox could not be torn down", "event", "teardown_failed", "backend", b.Name(), "error", err)
+	b.teardownMu.Lock()
+	defer b.teardownMu.Unlock()
+	if len(b.teardownErrs) < maxTeardownErrs {
+		b.teardownErrs = append(b.teardownErrs, err)
+	}
+}
+
+// maxTeardownErrs bounds the teardown errors Close returns; every one is
+// logged.
+const maxTeardownErrs = 16
+
+// discardLogged discards s, logging and keeping for Close (tornDown) an
+// error: the caller, which wanted another sandbox, goes on without it.
+func (b *Backend) discardLogged(s *started, why string) {
+	if err := s.discard(); err != nil {
+		b.tornDown(fmt.Errorf("%s: %w", why, err))
+	}
 }

@@ -201,7 +201,7 @@ void reset_scratch(const struct exec_plan *plan);
 // a run: its namespaces, the program's start, what it leaves (program.c)
 void lock_capabilities(void);
 void finish_plan(struct exec_plan *plan);
-void reap_runs(int nohang);
+void reap_runs(void);
 int run_program(struct config *c, struct exec_plan *plan, int overlapped);
 
 #pragma GCC visibility pop

@@ -292,7 +292,10 @@ static void __attribute__((noreturn)) run(void)
 		// counters reset by the backend.
 		reset_scratch(&plan);
 		report("X %d\n", ws);
-		reap_runs(1);
+		// The run's init is about to exit (its namespaces are being
+		// torn down): it is reaped before the sandbox goes idle, so
+		// that nothing of the run, not even a zombie, waits with it.
+		reap_runs();
 		c.later = 1;
 		next_run(&c, &plan);
 	}

@@ -305,13 +305,13 @@ static int run_main(void *p)
 	_exit(0);
 }
 
-// reap_runs reaps the runs' inits that have ended or, with nohang unset,
-// waits for every one. Nothing else can be left in the sandbox's PID
-// namespace: every process of a run is in the run's.
-void reap_runs(int nohang)
+// reap_runs waits for every run's init to end and reaps it. Nothing else
+// can be left in the sandbox's PID namespace: every process of a run is
+// in the run's.
+void reap_runs(void)
 {
 	for (;;) {
-		pid_t pid = waitpid(-1, NULL, __WALL | (nohang ? WNOHANG : 0));
+		pid_t pid = waitpid(-1, NULL, __WALL);
 		if (pid > 0 || (pid < 0 && errno == EINTR))
 			continue;
 		return;
@@ -327,9 +327,6 @@ void reap_runs(int nohang)
 // for it.
 int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 {
-	// The last run's init counts in the cgroup's processes until it is
-	// reaped: its teardown has had the time since the report to finish.
-	reap_runs(0);
 	int res[2], gofd[2] = {-1, -1};
 	if (pipe2(res, O_CLOEXEC) < 0)
 		fail("pipe");
@@ -367,7 +364,7 @@ int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 	// The status comes once the run's init is alone and about to exit.
 	// Its exit then tears its namespaces down (a mount namespace waits
 	// for an RCU grace period): the run is over before that, and the
-	// init reaps it later (reap_runs).
+	// init reaps it after its report (reap_runs).
 	int ws;
 	ssize_t n;
 	do {
