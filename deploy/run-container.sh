@@ -24,8 +24,6 @@
 #     SYS_NICE        give a warm sandbox (started ahead of need at the lowest
 #                     priority) its priority back when a run takes it;
 #                     without it warm sandboxes start at the normal priority
-#     KILL            kill a sandbox's init, owned by that uid (warm sandboxes
-#                     at shutdown: without it docker stop ends in SIGKILL)
 #   --user 0:0        root in the container for those capabilities; user code
 #                     never runs as uid 0: each sandbox maps it to an
 #                     unprivileged host uid of its own
@@ -76,7 +74,7 @@ if [ "${CODERUNNER_CONTAINER_UNPRIVILEGED:-0}" = 1 ]; then
 		-e CODERUNNER_BACKEND_ALLOW_RLIMITS_ONLY=true)
 else
 	mode=(--user 0:0 --cgroupns=private)
-	for c in SYS_ADMIN SETUID SETGID CHOWN FOWNER DAC_OVERRIDE SYS_PTRACE SYS_NICE KILL; do
+	for c in SYS_ADMIN SETUID SETGID CHOWN FOWNER DAC_OVERRIDE SYS_PTRACE SYS_NICE; do
 		mode+=(--cap-add "$c")
 	done
 	mode+=(--tmpfs /var/lib/coderunner:rw,nosuid,nodev,size=1g,mode=0755

@@ -5,7 +5,7 @@
 #
 #   scripts/test-pod-settings.sh [default|unprivileged]
 #
-# default       root with the Deployment's eight capabilities (those of
+# default       root with the Deployment's seven capabilities (those of
 #               deploy/run-container.sh but SYS_NICE), its command
 #               (coderunner init --writable-cgroup -- coderunner serve), no
 #               rlimits opt-out: every language of /v1/run, a memory limit
@@ -54,7 +54,7 @@ case "$mode" in
 default)
 	user=0:0
 	caps=()
-	for c in SYS_ADMIN SETUID SETGID CHOWN FOWNER DAC_OVERRIDE SYS_PTRACE KILL; do
+	for c in SYS_ADMIN SETUID SETGID CHOWN FOWNER DAC_OVERRIDE SYS_PTRACE; do
 		caps+=(--cap-add "$c")
 	done
 	init=(init --writable-cgroup -- "$bin")
