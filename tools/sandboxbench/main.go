@@ -10,6 +10,10 @@
 // p50/p95, c=2 runs/s and the CPU the whole machine spent per run
 // (table.go).
 //
+//	sandboxbench -loop native [-n 2000] [-c 2]
+//
+// runs /bin/true and nothing else, for a profiler to watch (loop.go).
+//
 //	sandboxbench -backends native,bwrap,docker,docker-per-run [-n 100] [-judges 20]
 //
 // compares the backends side by side instead (backends.go).
@@ -57,6 +61,14 @@ func main() {
 		fail("-gap must be between 0 and 1s")
 	}
 	pause = *gap
+	if *loopFlag != "" {
+		c, err := strconv.Atoi(strings.TrimSpace(strings.Split(*conc, ",")[0]))
+		if err != nil || c < 1 || c > 64 {
+			fail("-c takes concurrency levels between 1 and 64")
+		}
+		loop(*loopFlag, *n, c)
+		return
+	}
 	if *tableFlag != "" {
 		table(parseBackends(*tableFlag), *n, *batchFlag, *settleFlag)
 		return
