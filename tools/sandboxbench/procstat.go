@@ -32,7 +32,7 @@ type cpuTimes struct {
 func (c cpuTimes) busy() time.Duration { return c.user + c.system }
 
 func (c cpuTimes) sub(o cpuTimes) cpuTimes {
-	return cpuTimes{user: c.user - o.user, system: c.system - o.system, idle: c.idle - o.idle}
+	return c.add(cpuTimes{user: -o.user, system: -o.system, idle: -o.idle})
 }
 
 func (c cpuTimes) add(o cpuTimes) cpuTimes {
