@@ -107,6 +107,10 @@ func table(names []string, n, batch int, settle time.Duration) {
 		for i := range configs {
 			if c := &configs[i]; c.err == nil {
 				if err := c.run(w); err != nil {
+					if i == 0 {
+						// Every ratio is to bare: without it there is no table.
+						fail(fmt.Sprintf("%s, %s: %v", c.name, w.name, err))
+					}
 					c.err = err
 				}
 			}
