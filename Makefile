@@ -32,7 +32,7 @@ lint: $(LINT) ## golangci-lint with the project's configuration, and the C layou
 $(LINT):
 	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-bench: ## latency and throughput next to bare fork/exec (needs root and gcc)
+bench: ## latency, throughput and CPU per run next to bare fork/exec (needs root and gcc)
 	scripts/bench.sh
 
 fuzz: ## every fuzz target in turn, FUZZTIME each (default 20s); scripts/fuzz.sh -list lists them

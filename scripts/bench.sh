@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Latency (p50/p95/p99) and runs/s of sandboxed runs next to a bare fork/exec
-# of the same programs, measured in the same process at the same time, at
-# concurrency 1 and 2, back to back and with 20 ms between requests; then
+# First one interleaved table: bare fork/exec, native, bwrap and docker (a
+# container per run) taking turns in small batches, for a trivial run, a
+# Python hello-world and a C hello-world: c=1 p50/p95, c=2 runs/s and the
+# CPU per run with its ratio to bare. Then latency (p50/p95/p99) and
+# runs/s of sandboxed runs next to a bare fork/exec of the same programs,
+# measured in the same process at the same time, at concurrency 1 and 2, back to back and with 20 ms between requests; then
 # the three backends side by side (native, bwrap, docker reusing a
 # container per program, docker with a container per run:
 # a trivial run, a Python hello-world, a 10-test Python judge; p50/p95 and
@@ -13,13 +16,15 @@ cd "$(dirname "$0")/.."
 GO="$(command -v go || echo /usr/local/go/bin/go)"
 n="${1:-300}"
 "$GO" build -o bin/sandboxbench ./tools/sandboxbench
+scripts/start-dockerd.sh
+scripts/build-images.sh core
+bin/sandboxbench -table native,bwrap,docker-per-run -n "$((n / 3 > 10 ? n / 3 : 10))"
+echo
 bin/sandboxbench -n "$n" -c 1,2
 echo
 # As a server sees requests: with a pause between them, in which sandboxes
 # started ahead of need are made ready.
 bin/sandboxbench -n "$n" -c 1 -gap 20ms
 echo
-scripts/start-dockerd.sh
-scripts/build-images.sh core
 bin/sandboxbench -backends native,bwrap,docker,docker-per-run -n "$((n / 3 > 10 ? n / 3 : 10))" -judges 20
 "$GO" test -run '^$' -bench . -benchtime "${n}x" ./sandbox/native

@@ -4,6 +4,16 @@
 //
 // Usage: sandboxbench [-n 300] [-warm 2] [-c 1,2] [-gap 0] [-workspace]
 //
+//	sandboxbench -table native,bwrap,docker-per-run [-n 100] [-batch 10] [-settle 50ms]
+//
+// prints one interleaved table of bare fork/exec and the backends: c=1
+// p50/p95, c=2 runs/s and the CPU the whole machine spent per run
+// (table.go).
+//
+//	sandboxbench -loop native [-n 2000] [-c 2]
+//
+// runs /bin/true and nothing else, for a profiler to watch (loop.go).
+//
 //	sandboxbench -backends native,bwrap,docker,docker-per-run [-n 100] [-judges 20]
 //
 // compares the backends side by side instead (backends.go).
@@ -51,6 +61,18 @@ func main() {
 		fail("-gap must be between 0 and 1s")
 	}
 	pause = *gap
+	if *loopFlag != "" {
+		c, err := strconv.Atoi(strings.TrimSpace(strings.Split(*conc, ",")[0]))
+		if err != nil || c < 1 || c > 64 {
+			fail("-c takes concurrency levels between 1 and 64")
+		}
+		loop(*loopFlag, *n, c)
+		return
+	}
+	if *tableFlag != "" {
+		table(parseBackends(*tableFlag), *n, *batchFlag, *settleFlag)
+		return
+	}
 	if *backendsFlag != "" {
 		compareBackends(parseBackends(*backendsFlag), *n, *judgesFlag)
 		return
@@ -64,22 +86,8 @@ func main() {
 		levels = append(levels, c)
 	}
 
-	dir, err := os.MkdirTemp("", "sandboxbench-")
-	if err != nil {
-		fail(err.Error())
-	}
+	dir, hello := compileHello()
 	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fail(err.Error())
-	}
-	hello := filepath.Join(dir, "hello")
-	src := filepath.Join(dir, "hello.c")
-	if err := os.WriteFile(src, []byte("#include <stdio.h>\nint main(void){puts(\"Hello, World!\");return 0;}\n"), 0o644); err != nil {
-		fail(err.Error())
-	}
-	if out, err := exec.Command("gcc", "-O2", "-o", hello, src).CombinedOutput(); err != nil {
-		fail(fmt.Sprintf("gcc: %v: %s", err, out))
-	}
 
 	workloads := []workload{
 		{name: "trivial (/bin/true)", args: []string{"/bin/true"}},
@@ -172,9 +180,29 @@ type stats struct {
 	rate float64
 }
 
-func (s stats) pct(p float64) time.Duration {
-	i := int(p * float64(len(s.lat)-1))
-	return s.lat[i]
+func (s stats) pct(p float64) time.Duration { return percentile(s.lat, p) }
+
+// compileHello builds the C hello-world, outside any timing, into a new
+// directory that sandboxes can read, and returns the directory (for the
+// caller to remove) and the binary.
+func compileHello() (dir, hello string) {
+	dir, err := os.MkdirTemp("", "sandboxbench-")
+	if err != nil {
+		fail(err.Error())
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fail(err.Error())
+	}
+	hello = filepath.Join(dir, "hello")
+	src := filepath.Join(dir, "hello.c")
+	if err := os.WriteFile(src, []byte("#include <stdio.h>\nint main(void){puts(\"Hello, World!\");return 0;}\n"), 0o644); err != nil {
+		fail(err.Error())
+	}
+	if out, err := exec.Command("gcc", "-O2", "-o", hello, src).CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		fail(fmt.Sprintf("gcc: %v: %s", err, out))
+	}
+	return dir, hello
 }
 
 // newWorkspace makes a capped host workspace for one run, and returns its
