@@ -143,7 +143,12 @@ func (a *answer) deliver(buf *[]byte, final, failed bool) bool {
 }
 
 // writeJSON writes a whole JSON body and sends it at once, rather than
-// when the POST's handler returns.
+// when the POST's handler returns: what the handlers around this one do
+// on their way out (a request log line, metrics, releasing the running
+// slot) must not come before the client has its answer. The flush goes
+// through an http.ResponseController, which finds it in a wrapping
+// ResponseWriter that has FlushError or Unwrap rather than Flush, as
+// httpapi's does.
 func (a *answer) writeJSON(body []byte) {
 	h := a.rw.Header()
 	h["Content-Type"] = contentJSON
@@ -152,9 +157,11 @@ func (a *answer) writeJSON(body []byte) {
 	if _, err := a.rw.Write(body); err != nil {
 		return
 	}
-	if f, ok := a.rw.(http.Flusher); ok {
-		f.Flush()
+	rc := a.rc
+	if rc == nil {
+		rc = http.NewResponseController(a.rw)
 	}
+	_ = rc.Flush()
 }
 
 // end marks the answer complete; a.mu is held.

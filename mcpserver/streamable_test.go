@@ -137,6 +137,48 @@ func TestHTTPRawCalls(t *testing.T) {
 	}
 }
 
+// flushErrorWriter wraps a ResponseWriter as middleware often does (as
+// httpapi's does): it has FlushError and Unwrap, for
+// http.ResponseController, and no Flush method.
+type flushErrorWriter struct{ http.ResponseWriter }
+
+func (w flushErrorWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w flushErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestHTTPAnswerFlushedThroughWrapper checks that a JSON answer is sent
+// before the handler returns even behind a wrapper without Flush, as
+// coderunner serve mounts the handler: otherwise the client waits for
+// everything the middleware does on its way out.
+func TestHTTPAnswerFlushedThroughWrapper(t *testing.T) {
+	rs := newRawServer(t, HTTPOptions{})
+	id := rs.open()
+	for _, body := range []string{
+		// Answered by the transport itself.
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print hello"}}}`,
+		// Answered through the SDK's session.
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_languages","arguments":{}}}`,
+		// A batch, under a protocol version that has them.
+		`[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`,
+	} {
+		rec := httptest.NewRecorder()
+		version := "2025-06-18"
+		if strings.HasPrefix(body, "[") {
+			version = "2025-03-26"
+		}
+		rs.h.ServeHTTP(flushErrorWriter{rec}, request(context.Background(), http.MethodPost, id, body, map[string]string{headerProtocol: version}))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result"`) {
+			t.Fatalf("%s: status %d: %s", body, rec.Code, rec.Body)
+		}
+		if !rec.Flushed {
+			t.Errorf("%s: the answer was not flushed through the wrapper", body)
+		}
+	}
+}
+
 // sseEvents splits an event stream into the data of its events.
 func sseEvents(t *testing.T, body string) []string {
 	t.Helper()

@@ -14,9 +14,11 @@
 //     shares with /v1/run): with the SDK's client, and with a plain
 //     client that writes HTTP/1.1 by hand;
 //   - MCP over streamable HTTP and over a pipe to a server in this
-//     process, through mcpserver's Handler and through the SDK's
-//     streamable handler, with the time each call spends outside the
-//     executor;
+//     process, through mcpserver's Handler, through the same handler
+//     behind httpapi's middleware as coderunner serve mounts it (request
+//     id, log, metrics, Host check, token check, running slots), and
+//     through the SDK's streamable handler, with the time each call
+//     spends outside the executor;
 //   - the protocol alone, with an executor that answers at once, and the
 //     CPU time (client and server, both in this process) per call, down
 //     to an HTTP round trip with a canned answer, the floor of any HTTP
@@ -26,10 +28,13 @@
 // check the answer) and nothing else: beside the Go API they show what
 // the server adds, and beside the SDK's client what that client adds.
 //
-// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400] [-modes REGEXP]
+// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400] [-modes REGEXP] [-cpuprofile FILE]
 //
 // -modes keeps the modes whose name matches REGEXP, and the two Go API
-// modes, the baselines; GODEBUG, when set, is passed to the subprocesses.
+// modes, the baselines; GODEBUG and GOGC, when set, are passed to the
+// subprocesses. -cpuprofile writes a CPU profile of the benchmark's
+// process over the measured calls (the SDK's client, the servers in it);
+// `perf record -g -p PID` on a subprocess profiles that server.
 //
 // It needs what the native backend needs (root, or user namespaces) and
 // python3. Every loop is bounded by -n.
@@ -48,6 +53,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,8 +64,11 @@ import (
 
 	"github.com/coderunner/coderunner"
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/httpapi"
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/invoke"
+	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/mcpserver"
 )
 
@@ -87,6 +96,7 @@ func main() {
 	warm := flag.Int("warm", 1, "sandboxes started ahead of need, in this process and in the subprocess")
 	gogc := flag.Int("gogc", 400, "GOGC of this process, as coderunner mcp sets it for itself")
 	only := flag.String("modes", "", "a regular expression: run only the modes whose name matches it, and the Go API baselines")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (the clients, the servers in it) over the measured calls to this file")
 	flag.Parse()
 	keep, err := regexp.Compile(*only)
 	if err != nil {
@@ -96,7 +106,7 @@ func main() {
 	if *n < 10 || *n > 100000 {
 		fatal(errors.New("-n must be between 10 and 100000"))
 	}
-	if err := run(*n, *bin, *warm, keep); err != nil {
+	if err := run(*n, *bin, *warm, keep, *profile); err != nil {
 		fatal(err)
 	}
 }
@@ -121,7 +131,7 @@ type mode struct {
 	cpu  time.Duration // per call, from a run of its own
 }
 
-func run(n int, bin string, warm int, keep *regexp.Regexp) error {
+func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error {
 	ctx := context.Background()
 	cfg, err := config.Load("", os.LookupEnv)
 	if err != nil {
@@ -149,6 +159,11 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 		return err
 	}
 	defer closeHTTP()
+	apiSession, closeAPI, err := serveAPI(ctx, parts.Languages, timed)
+	if err != nil {
+		return err
+	}
+	defer closeAPI()
 	sdkSession, closeSDK, err := serveHTTP(ctx, sdkHandler(srv))
 	if err != nil {
 		return err
@@ -200,6 +215,11 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 		return err
 	}
 	defer closeNoopHTTP()
+	noopAPI, closeNoopAPI, err := serveAPI(ctx, parts.Languages, noopRunner{})
+	if err != nil {
+		return err
+	}
+	defer closeNoopAPI()
 	noopSDK, closeNoopSDK, err := serveHTTP(ctx, sdkHandler(noop))
 	if err != nil {
 		return err
@@ -237,6 +257,7 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 		}},
 		{name: apiSubprocess, call: apiProc.call},
 		{name: "MCP HTTP (mcpserver)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, httpSession, args) }},
+		{name: "MCP HTTP (httpapi, as serve mounts it)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, apiSession, args) }},
 		{name: "MCP HTTP (SDK handler)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, sdkSession, args) }},
 		{name: "MCP stdio (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, stdioSession, args) }},
 		{name: "MCP stdio, SDK client on LineTransport (subprocess)", call: func(ctx context.Context) error { return callTool(ctx, linesSession, args) }},
@@ -245,6 +266,7 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 		{name: "MCP HTTP, plain client (serve subprocess)", call: rawServe.call},
 		{name: "MCP pipe (in process)", timed: timed, call: func(ctx context.Context) error { return callTool(ctx, realPipe, args) }},
 		{name: "no-op HTTP (mcpserver)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopHTTP, args) }},
+		{name: "no-op HTTP (httpapi)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopAPI, args) }},
 		{name: "no-op HTTP (SDK handler)", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopSDK, args) }},
 		{name: "no-op pipe", noop: true, call: func(ctx context.Context) error { return callTool(ctx, noopPipe, args) }},
 		{name: "no-op HTTP, plain client", noop: true, call: noopRaw.call},
@@ -267,6 +289,17 @@ func run(n int, bin string, warm int, keep *regexp.Regexp) error {
 	// process pays for that run's teardown, about 0.25 ms of time outside
 	// the executor here. The seed is fixed, so runs are comparable.
 	rng := rand.New(rand.NewPCG(1, 2))
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	for range n {
 		for _, j := range rng.Perm(len(modes)) {
 			m := modes[j]
@@ -340,10 +373,17 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, args map[string]any) e
 
 // serveHTTP serves h on a loopback port and connects a client to it.
 func serveHTTP(ctx context.Context, h http.Handler) (*mcp.ClientSession, func(), error) {
+	return servePath(ctx, h, "")
+}
+
+// servePath serves h on a loopback port and connects a client to the
+// MCP endpoint at path.
+func servePath(ctx context.Context, h http.Handler, path string) (*mcp.ClientSession, func(), error) {
 	url, stop, err := listen(h)
 	if err != nil {
 		return nil, nil, err
 	}
+	url += path
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
@@ -351,6 +391,33 @@ func serveHTTP(ctx context.Context, h http.Handler) (*mcp.ClientSession, func(),
 		return nil, nil, err
 	}
 	return cs, func() { _ = cs.Close(); stop() }, nil
+}
+
+// serveAPI serves /mcp behind httpapi's middleware, as coderunner serve
+// does (no API token: a loopback listener), with run as the runner behind
+// the running slots, and connects a client to it.
+func serveAPI(ctx context.Context, langs *lang.Table, run httpapi.Runner) (*mcp.ClientSession, func(), error) {
+	api, err := httpapi.New(httpapi.Options{Executor: noExecutor{}, Runner: run,
+		MCP: func(slotted httpapi.Runner) (http.Handler, error) {
+			ms, err := mcpserver.New(mcpserver.Options{Runner: slotted, Languages: langs})
+			if err != nil {
+				return nil, err
+			}
+			return ms.NewHTTPHandler(mcpserver.HTTPOptions{}), nil
+		}})
+	if err != nil {
+		return nil, nil, err
+	}
+	api.SetReady()
+	return servePath(ctx, api.Handler(), "/mcp")
+}
+
+// noExecutor is the /execute executor of serveAPI, which no mode calls.
+type noExecutor struct{}
+
+func (noExecutor) Run(context.Context, invoke.Request) *invoke.Result {
+	msg := "not served by mcpbench"
+	return &invoke.Result{Status: invoke.StatusError, Error: &msg}
 }
 
 // sdkHandler is the SDK's streamable HTTP handler on srv, configured as
@@ -447,11 +514,14 @@ func startServe(ctx context.Context, bin string) (_ *mcp.ClientSession, url stri
 }
 
 // childEnv is the environment of a subprocess: HOME and PATH, as MCP
-// hosts give, and GODEBUG when this process has it, for tracing.
+// hosts give, and GODEBUG and GOGC when this process has them, for
+// tracing and for trying collector settings.
 func childEnv() []string {
 	env := []string{"HOME=" + os.Getenv("HOME"), "PATH=" + os.Getenv("PATH")}
-	if v, ok := os.LookupEnv("GODEBUG"); ok {
-		env = append(env, "GODEBUG="+v)
+	for _, k := range []string{"GODEBUG", "GOGC"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
 	}
 	return env
 }
@@ -503,7 +573,7 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 	// "paired" is the median, over the rounds, of the call's time less
 	// the Go API's in the same round: a slow stretch of the machine
 	// weighs on both.
-	fmt.Fprintf(w, "%-52s %11s %11s %11s %14s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API", "paired p50")
+	fmt.Fprintf(w, "%-52s %11s %11s %11s %14s %14s %14s %14s\n", "mode", "p50", "p95", "mean", "p50 - API", "p95 - API", "paired p50", "paired p95")
 	var api, sub *mode
 	for _, m := range modes {
 		switch m.name {
@@ -523,7 +593,7 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 		case strings.Contains(m.name, "subprocess"):
 			base = sub
 		}
-		d50, d95, paired := "", "", ""
+		d50, d95, paired, paired95 := "", "", "", ""
 		if base != nil {
 			b50, b95, _ := stats(base.times)
 			d50, d95 = ms(p50-b50), ms(p95-b95)
@@ -531,10 +601,10 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 			for i := range m.times {
 				diffs[i] = m.times[i] - base.times[i]
 			}
-			p, _, _ := stats(diffs)
-			paired = ms(p)
+			p, q, _ := stats(diffs)
+			paired, paired95 = ms(p), ms(q)
 		}
-		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95, paired)
+		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95, paired, paired95)
 	}
 	// The differences above carry the noise of two sandboxed runs; the
 	// time a call spends outside its executor carries none of it.
