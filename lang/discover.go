@@ -294,28 +294,18 @@ func realBinary(p string) error {
 // is listed: it would appear at its own path.
 func linkedDirs(root string, visible func(string) bool) []string {
 	var dirs []string
-	n := 0
-	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		n++
-		if err != nil || n > maxWalk {
-			return filepath.SkipAll
-		}
-		if e.Type()&fs.ModeSymlink == 0 {
-			return nil
-		}
-		t, err := os.Readlink(p)
-		if err != nil || !filepath.IsAbs(t) {
-			return nil
+	walkLinks(root, func(_, t string) {
+		if !filepath.IsAbs(t) {
+			return
 		}
 		t = filepath.Clean(t)
 		if under(t, root) || visible(t) || under(t, "/root") || under(t, "/home") {
-			return nil
+			return
 		}
 		if _, err := os.Stat(t); err != nil {
-			return nil
+			return
 		}
 		dirs = append(dirs, filepath.Dir(t))
-		return nil
 	})
 	sort.Strings(dirs)
 	var out []string
@@ -390,6 +380,21 @@ func rootMounts(root, target string, taken []sandbox.Mount) ([]sandbox.Mount, er
 // root that lead out of it.
 func outboundLinks(root string) []string {
 	var out []string
+	walkLinks(root, func(p, t string) {
+		if filepath.IsAbs(t) {
+			return
+		}
+		rel, _ := filepath.Rel(root, p)
+		if to := filepath.Join(filepath.Dir(rel), t); to == ".." || strings.HasPrefix(to, "../") {
+			out = append(out, rel)
+		}
+	})
+	return out
+}
+
+// walkLinks calls found with the path and the target of each symbolic
+// link in root (never followed), for at most maxWalk entries.
+func walkLinks(root string, found func(path, target string)) {
 	n := 0
 	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		n++
@@ -399,17 +404,11 @@ func outboundLinks(root string) []string {
 		if e.Type()&fs.ModeSymlink == 0 {
 			return nil
 		}
-		t, err := os.Readlink(p)
-		if err != nil || filepath.IsAbs(t) {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		if to := filepath.Join(filepath.Dir(rel), t); to == ".." || strings.HasPrefix(to, "../") {
-			out = append(out, rel)
+		if t, err := os.Readlink(p); err == nil {
+			found(p, t)
 		}
 		return nil
 	})
-	return out
 }
 
 // runHost runs a discovery command on the host and returns its combined
