@@ -105,33 +105,14 @@ func containerRuntime(env containerEnv) string {
 	return ""
 }
 
-// mounts are the mount points and file system types of a mountinfo text.
-type mountEntry struct {
-	point, fstype string
-	options       []string
-}
-
-func parseMountinfo(mountinfo string) []mountEntry {
-	var out []mountEntry
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		sep := slices.Index(f, "-")
-		if len(f) < 6 || sep < 0 || sep+1 >= len(f) {
-			continue
-		}
-		out = append(out, mountEntry{point: mountpoint.Unescape(f[4]), fstype: f[sep+1], options: strings.Split(f[5], ",")})
-	}
-	return out
-}
-
 // procCheck finds the paths a runtime covers under /proc (Docker's masked
 // and read-only paths): the kernel lets a new PID namespace mount a /proc
 // of its own only when no part of the existing one is covered.
 func procCheck(mountinfo string) containerCheck {
 	var covered []string
-	for _, m := range parseMountinfo(mountinfo) {
-		if strings.HasPrefix(m.point, "/proc/") && !slices.Contains(covered, m.point) {
-			covered = append(covered, m.point)
+	for _, m := range mountpoint.ParseInfo(mountinfo) {
+		if strings.HasPrefix(m.Point, "/proc/") && !slices.Contains(covered, m.Point) {
+			covered = append(covered, m.Point)
 		}
 	}
 	if len(covered) == 0 {
@@ -206,16 +187,16 @@ func lsmCheck(env containerEnv) (containerCheck, bool) {
 // when no cgroup is mounted at all.
 func cgroupCheck(mountinfo string) (containerCheck, bool) {
 	var v2, found, rw bool
-	for _, m := range parseMountinfo(mountinfo) {
-		if m.fstype != "cgroup" && m.fstype != "cgroup2" {
+	for _, m := range mountpoint.ParseInfo(mountinfo) {
+		if m.FSType != "cgroup" && m.FSType != "cgroup2" {
 			continue
 		}
-		if m.point != "/sys/fs/cgroup" && !strings.HasPrefix(m.point, "/sys/fs/cgroup/") {
+		if m.Point != "/sys/fs/cgroup" && !strings.HasPrefix(m.Point, "/sys/fs/cgroup/") {
 			continue
 		}
 		found = true
-		v2 = v2 || m.fstype == "cgroup2"
-		rw = rw || slices.Contains(m.options, "rw")
+		v2 = v2 || m.FSType == "cgroup2"
+		rw = rw || slices.Contains(m.Options, "rw")
 	}
 	switch {
 	case !found:

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/mountpoint"
 )
 
 // ReadOnlyCgroups lists the cgroup file systems under /sys/fs/cgroup that
@@ -14,13 +16,8 @@ import (
 // with the flags of each mount that a remount must keep.
 func ReadOnlyCgroups(mountinfo string) []Mount {
 	var out []Mount
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		sep := slices.Index(f, "-")
-		if len(f) < 6 || sep < 0 || sep+1 >= len(f) {
-			continue
-		}
-		point, fstype, opts := f[4], f[sep+1], strings.Split(f[5], ",")
+	for _, e := range mountpoint.ParseInfo(mountinfo) {
+		point, fstype, opts := e.Point, e.FSType, e.Options
 		if fstype != "cgroup" && fstype != "cgroup2" {
 			continue
 		}
