@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -78,16 +77,13 @@ type Backend struct {
 	etcDir   string
 	ldCache  bool
 
-	cgroups   *cgroup.Manager
-	cgroupErr error
-	// refusal, without cgroups and without AllowRlimitsOnly, is the
-	// error every run gets; rlimitsOnly logs once that runs went ahead
-	// without cgroups.
-	refusal     error
-	rlimitsOnly sync.Once
-	filter      []byte
-	warnings    []string
-	runID       atomic.Uint64
+	cgroups *cgroup.Manager
+	// noCgroup refuses runs where cgroups is nil, unless rlimits alone
+	// were allowed (Options.AllowRlimitsOnly).
+	noCgroup *sandbox.NoCgroupPolicy
+	filter   []byte
+	warnings []string
+	runID    atomic.Uint64
 }
 
 var (
@@ -158,14 +154,12 @@ func New(opts Options) (*Backend, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		b.log.Warn("unable to become a child subreaper; bwrap's sandbox children are left to init", "error", err)
 	}
-	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("bwrap-probe-%d", os.Getpid()))
-	switch {
-	case b.cgroupErr == nil:
-	case opts.AllowRlimitsOnly:
-		b.warnings = append(b.warnings, sandbox.RlimitsOnlyWarning(b.cgroupErr))
-	default:
-		b.refusal = sandbox.NoCgroupError(b.cgroupErr)
-		b.warnings = append(b.warnings, sandbox.RefusedWarning)
+	var cgroupErr error
+	b.cgroups, cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("bwrap-probe-%d", os.Getpid()))
+	var warning string
+	b.noCgroup, warning = sandbox.NewNoCgroupPolicy(cgroupErr, opts.AllowRlimitsOnly)
+	if warning != "" {
+		b.warnings = append(b.warnings, warning)
 	}
 	if !b.privileged {
 		b.warnings = append(b.warnings,
@@ -197,8 +191,8 @@ func (b *Backend) Name() string { return "bwrap" }
 // Probe runs a trivial program and reports what the backend uses here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
-	if b.refusal != nil {
-		r.Refused = b.refusal.Error()
+	if err := b.noCgroup.Refusal(); err != nil {
+		r.Refused = err.Error()
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "bwrap", OK: true, Detail: strings.TrimSpace(b.path + " " + b.version)})
 	uid := fmt.Sprintf("root: bwrap runs as a host uid of its sandbox's own (from a range of %d), user code as uid %d in its user namespace", users, sandboxUID)
@@ -214,14 +208,7 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Available, r.Reason = false, fmt.Sprintf("a trivial program ended with %s: %s", res.Status, strings.TrimSpace(string(res.Stderr)))
 	}
 	r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: r.Available, Detail: orElse(r.Reason, "user, pid, mount, network, ipc, uts, cgroup (--unshare-all)")})
-	switch {
-	case b.cgroups != nil:
-		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()})
-	case b.refusal != nil:
-		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; every run is refused"})
-	default:
-		r.Checks = append(r.Checks, sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; limits are per-process rlimits (backend.allow_rlimits_only)"})
-	}
+	r.Checks = append(r.Checks, b.noCgroup.Check(func() string { return b.cgroups.Describe() }))
 	r.Checks = append(r.Checks, sandbox.Check{Name: "seccomp", OK: true,
 		Detail: fmt.Sprintf("--seccomp with the native filter (%d instructions)", len(b.filter)/8)})
 	return r

@@ -41,26 +41,10 @@ const maxInodes = 16384
 
 // Run executes spec in a fresh bwrap sandbox. See sandbox.Backend.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
-	if err := b.refused(); err != nil {
+	if err := b.noCgroup.Admit(b.log, b.Name()); err != nil {
 		return nil, err
 	}
 	return b.run(ctx, spec)
-}
-
-// refused is the error of a run where no cgroup is usable and rlimits
-// alone were not allowed (Options.AllowRlimitsOnly): the limits cannot
-// hold for the whole tree, so nothing runs. Allowed, the first run logs
-// that the limits are rlimits only.
-func (b *Backend) refused() error {
-	if b.refusal != nil {
-		return b.refusal
-	}
-	if b.cgroups == nil {
-		b.rlimitsOnly.Do(func() {
-			b.log.Warn("runs go ahead without cgroups", "event", "rlimits_only", "backend", b.Name(), "reason", b.cgroupErr.Error())
-		})
-	}
-	return nil
 }
 
 // run is Run without the refusal: the probe's trivial program runs even

@@ -104,15 +104,12 @@ type Backend struct {
 	// innerUID is the uid user code has inside the sandbox.
 	innerUID int
 
-	cgroups   *cgroup.Manager
-	cgroupErr error
-	// refusal, without cgroups and without AllowRlimitsOnly, is the
-	// error every run gets; rlimitsOnly logs once that runs went ahead
-	// without cgroups.
-	refusal     error
-	rlimitsOnly sync.Once
-	filter      []byte
-	warnings    []string
+	cgroups *cgroup.Manager
+	// noCgroup refuses runs where cgroups is nil, unless rlimits alone
+	// were allowed (Options.AllowRlimitsOnly).
+	noCgroup *sandbox.NoCgroupPolicy
+	filter   []byte
+	warnings []string
 
 	// shared are the mounts every sandbox gets in its first phase
 	// (BaseMounts); firstOps encodes that phase but for the sources to
@@ -217,19 +214,17 @@ func New(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("%w: unable to open up %s: %w", sandbox.ErrUnavailable, b.rootDir, err)
 	}
 
-	b.cgroups, b.cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("probe-%d", os.Getpid()))
-	if b.cgroupErr == nil {
+	var cgroupErr error
+	b.cgroups, cgroupErr = cgroup.DetectWritable(opts.Cgroup, fmt.Sprintf("probe-%d", os.Getpid()))
+	if cgroupErr == nil {
 		if n := b.cgroups.RemoveStale(staleCgroupAge, deadOwner); n > 0 {
 			b.log.Info("removed the cgroups of runs whose process died", "event", "stale_cgroups_removed", "count", n)
 		}
 	}
-	switch {
-	case b.cgroupErr == nil:
-	case opts.AllowRlimitsOnly:
-		b.warnings = append(b.warnings, sandbox.RlimitsOnlyWarning(b.cgroupErr))
-	default:
-		b.refusal = sandbox.NoCgroupError(b.cgroupErr)
-		b.warnings = append(b.warnings, sandbox.RefusedWarning)
+	var warning string
+	b.noCgroup, warning = sandbox.NewNoCgroupPolicy(cgroupErr, opts.AllowRlimitsOnly)
+	if warning != "" {
+		b.warnings = append(b.warnings, warning)
 	}
 	if !b.privileged {
 		b.warnings = append(b.warnings,
@@ -240,7 +235,7 @@ func New(opts Options) (*Backend, error) {
 		b.shared[sharedKey(m)] = true
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
-	if opts.Warm > 0 && b.refusal == nil {
+	if opts.Warm > 0 && b.noCgroup.Refusal() == nil {
 		b.background.Store(b.privileged && priorityRestorable())
 		if b.privileged && !b.background.Load() {
 			b.log.Info("sandboxes started ahead of need keep the normal priority: this process could not give a lowered priority back (CAP_SYS_NICE counts only outside a user namespace)",
@@ -413,8 +408,8 @@ func traversable(p string) bool {
 // Probe reports what the native backend can use here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}
-	if b.refusal != nil {
-		r.Refused = b.refusal.Error()
+	if err := b.noCgroup.Refusal(); err != nil {
+		r.Refused = err.Error()
 	}
 	uid := fmt.Sprintf("root: user code runs as host uid %d; each sandbox's user namespace belongs to a host uid of its own (%d to %d)", b.hostBase+sandboxUID, b.hostBase+ownerOffset, b.hostBase+ownerOffset+owners-1)
 	if !b.privileged {
@@ -442,7 +437,7 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Checks = append(r.Checks, sandbox.Check{Name: "namespaces", OK: true,
 			Detail: "user, pid, mount, network, ipc, uts, cgroup"})
 	}
-	r.Checks = append(r.Checks, b.cgroupCheck())
+	r.Checks = append(r.Checks, b.noCgroup.Check(func() string { return b.cgroups.Describe() }))
 	r.Checks = append(r.Checks, sandbox.Check{Name: "seccomp", OK: true,
 		Detail: fmt.Sprintf("%d-instruction filter for %s; denies %d syscalls and every foreign ABI",
 			len(b.filter)/8, runtime.GOARCH, len(seccomp.DeniedSyscalls()))})
@@ -450,18 +445,6 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 		r.Checks = append(r.Checks, sandbox.Check{Name: "landlock", OK: true, Detail: "available (not needed: the sandbox root holds only what is mounted)"})
 	}
 	return r
-}
-
-// cgroupCheck is the probe's line on cgroups: where the groups are, or
-// why there are none and what runs do about it.
-func (b *Backend) cgroupCheck() sandbox.Check {
-	switch {
-	case b.cgroups != nil:
-		return sandbox.Check{Name: "cgroups", OK: true, Detail: b.cgroups.Describe()}
-	case b.refusal != nil:
-		return sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; every run is refused"}
-	}
-	return sandbox.Check{Name: "cgroups", OK: false, Detail: b.cgroupErr.Error() + "; limits are per-process rlimits (backend.allow_rlimits_only)"}
 }
 
 func landlockAvailable() error {

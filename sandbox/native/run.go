@@ -51,22 +51,6 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, probe bool) (*san
 	return r.execute(ctx)
 }
 
-// refused is the error of a run where no cgroup is usable and rlimits
-// alone were not allowed (Options.AllowRlimitsOnly): the limits cannot
-// hold for the whole tree, so nothing runs. Allowed, the first run logs
-// that the limits are rlimits only.
-func (b *Backend) refused() error {
-	if b.refusal != nil {
-		return b.refusal
-	}
-	if b.cgroups == nil {
-		b.rlimitsOnly.Do(func() {
-			b.log.Warn("runs go ahead without cgroups", "event", "rlimits_only", "backend", b.Name(), "reason", b.cgroupErr.Error())
-		})
-	}
-	return nil
-}
-
 // run is the state of one execution. Everything it holds is released by
 // close, on every path.
 type run struct {
@@ -144,7 +128,7 @@ func (r *run) close() {
 
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if !r.probe {
-		if err := r.b.refused(); err != nil {
+		if err := r.b.noCgroup.Admit(r.b.log, r.b.Name()); err != nil {
 			return nil, err
 		}
 	}
