@@ -96,6 +96,14 @@ type Backend struct {
 	// or IPC object of an earlier one, and its own usage counters, but in
 	// the namespaces an earlier test of the same program used.
 	SandboxPerTest bool `yaml:"sandbox_per_test"`
+	// SandboxPerRequest gives every run a new sandbox, torn down after
+	// it. By default the native backend keeps a sandbox whose run ended
+	// normally for a later run of any request: that run gets new PID,
+	// IPC and mount namespaces, empty /tmp and /workspace and its own
+	// usage counters, but the user, network and UTS namespaces and the
+	// cgroup an earlier request's run used (emptied: a sandbox whose run
+	// left a socket or much memory charged is not kept).
+	SandboxPerRequest bool `yaml:"sandbox_per_request"`
 	// AllowRlimitsOnly lets the native and bwrap backends run programs
 	// where no cgroup is usable (an ordinary user without a delegated
 	// cgroup), with memory, process and CPU limits enforced per process

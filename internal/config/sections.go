@@ -7,6 +7,9 @@ type NativeSection struct {
 	// AllowRlimitsOnly lets runs go ahead without a usable cgroup
 	// (backend.allow_rlimits_only).
 	AllowRlimitsOnly bool
+	// PerRequest gives every run a new sandbox
+	// (backend.sandbox_per_request).
+	PerRequest bool
 }
 
 // BwrapSection is the bwrap backend's section of the configuration.
@@ -21,7 +24,7 @@ type BwrapSection struct {
 
 // NativeSection returns the native backend's section.
 func (c *Config) NativeSection() (NativeSection, error) {
-	return NativeSection{AllowRlimitsOnly: c.Backend.AllowRlimitsOnly}, nil
+	return NativeSection{AllowRlimitsOnly: c.Backend.AllowRlimitsOnly, PerRequest: c.Backend.SandboxPerRequest}, nil
 }
 
 // DockerSection is the docker backend's section of the configuration: the

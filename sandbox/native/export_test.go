@@ -63,3 +63,24 @@ func KeptInits(ser sandbox.Series) []int {
 	}
 	return pids
 }
+
+// ReusedRuns returns how many runs of b were served by a sandbox kept from
+// an earlier run.
+func ReusedRuns(b *Backend) uint64 { return b.reusedRuns.Load() }
+
+// Idle returns the process ids of the inits b keeps idle for later runs,
+// and the names of their cgroups.
+func Idle(b *Backend) (pids []int, groups []string) {
+	if b.kept == nil {
+		return nil, nil
+	}
+	b.kept.mu.Lock()
+	defer b.kept.mu.Unlock()
+	for _, k := range b.kept.idle {
+		pids = append(pids, k.sp.proc.Pid)
+		if k.sp.group != nil {
+			groups = append(groups, k.sp.group.Name())
+		}
+	}
+	return pids, groups
+}

@@ -49,6 +49,14 @@ type Options struct {
 	// and is never reused. Long-lived callers (the server) want 1 or 2;
 	// a one-shot command wants 0. Call Close to stop them.
 	Warm int
+	// PerRequest gives every run a new sandbox, torn down after it, as
+	// before sandboxes were kept between runs. Without it (the default)
+	// a sandbox whose run ended by itself within its limits, left no
+	// socket and little memory charged, is kept for a later run of the
+	// same shape: that run gets new PID, IPC and mount namespaces of its
+	// own, empty /tmp and /workspace, its own host workspace attached,
+	// and the cgroup's counters measured from its start (see Series).
+	PerRequest bool
 	// AllowRlimitsOnly lets runs go ahead where no cgroup is usable (an
 	// ordinary user without a delegated cgroup), with their memory,
 	// process and CPU limits enforced per process by rlimits only, and a
@@ -142,6 +150,11 @@ type Backend struct {
 	// releases.
 	seriesMu sync.Mutex
 	open     map[*series]struct{}
+	// kept is the series every run goes through unless Options.PerRequest
+	// is set (then nil): sandboxes kept from one run to a later one.
+	// reusedRuns counts the runs it served in a kept sandbox.
+	kept       *series
+	reusedRuns atomic.Uint64
 	// teardown counts runs whose sandbox is still being torn down after
 	// their result was returned; teardownErrs are the errors of such
 	// teardowns, which Close returns.
@@ -235,6 +248,10 @@ func New(opts Options) (*Backend, error) {
 		b.shared[sharedKey(m)] = true
 	}
 	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
+	if !opts.PerRequest {
+		b.kept = b.newSeries()
+		b.kept.requests = true
+	}
 	if opts.Warm > 0 && b.noCgroup.Refusal() == nil {
 		b.background.Store(b.privileged && priorityRestorable())
 		if b.privileged && !b.background.Load() {

@@ -26,11 +26,19 @@ import (
 
 func newBackend(t testing.TB) *native.Backend {
 	t.Helper()
+	return newBackendWith(t, native.Options{})
+}
+
+func newBackendWith(t testing.TB, opts native.Options) *native.Backend {
+	t.Helper()
 	testutil.RequireRoot(t)
-	b, err := native.New(native.Options{})
+	b, err := native.New(opts)
 	if err != nil {
 		t.Fatalf("native backend unavailable: %v", err)
 	}
+	// The sandboxes it keeps for later runs go when the test ends, if
+	// the test did not close it itself.
+	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
@@ -42,7 +50,7 @@ func TestConformance(t *testing.T) {
 		Backend:   b,
 		Mounts:    native.BaseMounts(),
 		CC:        cc,
-		Leftovers: leftovers,
+		Leftovers: func() error { return leftoversExcept(0, b) },
 		Kept:      keptInits,
 		// As root every sandbox's user namespace has an owner uid of
 		// its own.
@@ -56,10 +64,22 @@ func leftovers() error { return leftoversExcept(0) }
 
 // leftoversExcept allows up to warm inits started ahead of need, and their
 // cgroups: they wait for a run as the host uid that owns their user
-// namespace, before they take the sandbox's uids.
-func leftoversExcept(warm int) error {
+// namespace, before they take the sandbox's uids. It also allows the
+// sandboxes backends keep idle for later runs, and their cgroups: those
+// are accounted for by name.
+func leftoversExcept(warm int, backends ...*native.Backend) error {
 	var found []string
 	inits := 0
+	idle, idleGroups := map[int]bool{}, map[string]bool{}
+	for _, b := range backends {
+		pids, groups := native.Idle(b)
+		for _, pid := range pids {
+			idle[pid] = true
+		}
+		for _, g := range groups {
+			idleGroups[g] = true
+		}
+	}
 	// Only this test process's sandboxes count: other packages' tests
 	// run sandboxes under the same uids at the same time.
 	parent := map[int]int{}
@@ -101,6 +121,9 @@ func leftoversExcept(warm int) error {
 			continue
 		}
 		if cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); strings.HasPrefix(string(cmd), nsinit.ArgV0+"\x00") {
+			if idle[pid] {
+				continue
+			}
 			if inits++; inits > warm {
 				found = append(found, fmt.Sprintf("sandbox init %d", pid))
 			}
@@ -117,7 +140,9 @@ func leftoversExcept(warm int) error {
 			return nil
 		}
 		if strings.HasPrefix(d.Name(), prefix) {
-			groups[d.Name()] = append(groups[d.Name()], path)
+			if !idleGroups[d.Name()] {
+				groups[d.Name()] = append(groups[d.Name()], path)
+			}
 			return filepath.SkipDir
 		}
 		if strings.Count(path, "/") > 8 {
@@ -162,7 +187,7 @@ func TestConformanceWarm(t *testing.T) {
 		Mounts:  native.BaseMounts(),
 		CC:      cc,
 		// The warm inits are this backend's, not a run's leftovers.
-		Leftovers:        func() error { return leftoversExcept(2) },
+		Leftovers:        func() error { return leftoversExcept(2, b) },
 		Kept:             keptInits,
 		QuotasPerSandbox: true,
 	})
@@ -393,7 +418,7 @@ func TestConformanceHostTreeAttached(t *testing.T) {
 		Backend:   b,
 		Mounts:    native.BaseMounts(),
 		CC:        cc,
-		Leftovers: leftovers,
+		Leftovers: func() error { return leftoversExcept(0, b) },
 		Kept:      keptInits,
 		// As root every sandbox's user namespace has an owner uid of
 		// its own.
@@ -547,7 +572,8 @@ func readCPUWeight(pid int) (string, error) {
 // and that a run in a sandbox started at background priority gets the
 // normal priority back.
 func TestWarmPoolWaitsForRuns(t *testing.T) {
-	b := newWarmBackend(t)
+	// Runs get a new sandbox each, so that only the pool's count.
+	b := newBackendWith(t, native.Options{Warm: 2, PerRequest: true})
 	// waitWarm waits until the pool holds want inits and nothing else is
 	// left: no run's init still being torn down (warm ones have the least
 	// CPU weight, a run's the default).

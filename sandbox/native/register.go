@@ -11,7 +11,7 @@ func init() {
 		Name:    "native",
 		Section: (*config.Config).NativeSection,
 		New: func(e backend.Env, s config.NativeSection) (sandbox.Backend, error) {
-			return New(Options{Logger: e.Logger, Warm: e.Warm, AllowRlimitsOnly: s.AllowRlimitsOnly})
+			return New(Options{Logger: e.Logger, Warm: e.Warm, AllowRlimitsOnly: s.AllowRlimitsOnly, PerRequest: s.PerRequest})
 		},
 	})
 }

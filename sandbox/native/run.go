@@ -37,8 +37,11 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 }
 
 // run is Run; probe marks the probe's own trivial program, which runs
-// even where runs are refused (refused).
+// even where runs are refused (refused), always in a new sandbox.
 func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, probe bool) (*sandbox.Result, error) {
+	if b.kept != nil && !probe {
+		return b.kept.Run(ctx, spec)
+	}
 	s, err := sandbox.PreparedToRun(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -73,6 +76,12 @@ type run struct {
 	reused bool
 	keep   bool
 	base   cgroup.Stats
+	// drift is what earlier runs left charged to a kept sandbox's cgroup
+	// (at most keepDrift): not counted as the run's memory.
+	drift int64
+	// attach is set when the second phase attaches tree, the host
+	// workspace's mount, on /workspace.
+	attach bool
 	// fed is set once the run's stdin may have been read from.
 	fed bool
 	// sources are the toolchain paths the second phase binds; workspace
@@ -136,6 +145,11 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if err := r.plan(); err != nil {
 		return nil, err
 	}
+	if r.workspace != "" {
+		// A bound workspace is in the sandbox's own mount namespace for
+		// good: the sandbox serves this run only.
+		r.series = nil
+	}
 	sp, err := r.acquire()
 	if err != nil {
 		return nil, err
@@ -168,7 +182,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	if g := sp.group; g != nil {
 		cfg.Source = func() (watch.Usage, error) {
 			st, err := g.Stats()
-			return watch.Usage{CPU: st.CPU - r.base.CPU, Memory: st.Memory}, err
+			return watch.Usage{CPU: st.CPU - r.base.CPU, Memory: max(st.Memory-r.drift, 0)}, err
 		}
 	}
 	sup := watch.NewSupervisor(cfg)
@@ -202,8 +216,9 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	// Either way the teardown can then finish after the result is out.
 	r.detach = s.Workspace == "" || bytes.HasPrefix(p.msg, []byte("X "))
 	// A sandbox whose program ended by itself, within its memory, has
-	// cleaned up after it, and can serve the series again.
-	r.keep = p.ended && !res.MemoryExceeded
+	// cleaned up after it, and can serve the series again, unless its
+	// init found the network namespace not clean and ended ("last").
+	r.keep = p.ended && !res.MemoryExceeded && !bytes.HasSuffix(bytes.TrimSpace(p.msg), []byte(" last"))
 	return res, nil
 }
 
@@ -219,7 +234,9 @@ type program struct {
 	msg      []byte
 	reported bool
 	// ended is set when the init, kept for a series, reported the end
-	// itself: it killed everything else and lives on.
+	// itself: it killed everything else and lives on (unless its report
+	// ends with "last": it found a socket left in the network namespace,
+	// and ends too).
 	ended bool
 	// state is the init's exit, once waited for.
 	state *os.ProcessState
@@ -273,7 +290,7 @@ func (p *program) Totals(int64) (watch.Totals, error) {
 		if err != nil {
 			return watch.Totals{}, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
 		}
-		return watch.Totals{CPU: st.CPU - base.CPU, PeakMemory: st.PeakMemory, MemoryExceeded: st.OOMKills > base.OOMKills}, nil
+		return watch.Totals{CPU: st.CPU - base.CPU, PeakMemory: max(st.PeakMemory-p.r.drift, 0), MemoryExceeded: st.OOMKills > base.OOMKills}, nil
 	}
 	// Without a cgroup the init's rusage, which includes the program it
 	// reaped, is all there is.
@@ -297,7 +314,8 @@ func (p *program) Exit(_ *sandbox.Result, reason watch.Reason) (watch.Exit, erro
 	line := strings.TrimSpace(string(p.msg))
 	switch {
 	case strings.HasPrefix(line, "X "):
-		n, err := strconv.Atoi(line[2:])
+		status, _ := strings.CutSuffix(line[2:], " last")
+		n, err := strconv.Atoi(status)
 		if err != nil {
 			return watch.Exit{}, fmt.Errorf("%w: malformed report from sandbox init: %q", sandbox.ErrSetup, line)
 		}
@@ -412,15 +430,20 @@ func (r *run) phase(sp *started) []byte {
 		w.op(nsinit.OpRemount, sandbox.WorkspaceDir, fmt.Sprintf("size=%d", lim.WorkspaceSize))
 		sp.workspaceSize = lim.WorkspaceSize
 	}
-	if !r.reused {
-		w.buf = append(w.buf, r.mounts.buf...)
-	}
-	w.buf = append(w.buf, r.setup.buf...)
+	// The scratch mounts are recorded for the next run before a host
+	// workspace goes over /workspace.
 	if r.series != nil {
 		w.op(nsinit.OpKeep,
 			sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1),
 			sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, r.b.innerUID))
 	}
+	if !r.reused {
+		w.buf = append(w.buf, r.mounts.buf...)
+	}
+	if r.attach {
+		w.op(nsinit.OpAttach, sandbox.WorkspaceDir)
+	}
+	w.buf = append(w.buf, r.setup.buf...)
 	binary.NativeEndian.PutUint32(w.buf, uint32(len(w.buf)-4))
 	return w.buf
 }
@@ -431,7 +454,9 @@ func (r *run) phase(sp *started) []byte {
 func (r *run) send(sp *started) error {
 	phase := r.phase(sp)
 	if r.reused {
-		if err := sp.sendRun(phase); err != nil {
+		err := sp.sendRun(phase, r.tree)
+		r.closeTree()
+		if err != nil {
 			return fmt.Errorf("%w: unable to send the run to a kept sandbox: %w", sandbox.ErrSetup, err)
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/coderunner/coderunner/sandbox"
@@ -28,11 +29,30 @@ const maxKept = 16
 // time and OOM kills counted from its start. The user, network and UTS
 // namespaces and the sandbox's mounts stay: the program cannot change
 // them (no capability, a read-only root, seccomp).
-// Runs that bind a host workspace or a writable mount, and backends
-// without cgroups, get a new sandbox each time.
+//
+// A run's host workspace is attached over the sandbox's own /workspace
+// for the run and detached before the next. A sandbox whose run left a
+// socket in its network namespace (even a TCP connection in TIME_WAIT)
+// is not kept. The backend's own series, which every Run goes through
+// unless Options.PerRequest, keeps sandboxes from one request's run to
+// another's; its runs are also measured apart from what earlier runs
+// left charged to the cgroup, and a sandbox holding more than keepDrift
+// of it (a file's pages a run read into the cache, memory the kernel
+// frees later) is not reused.
+// Runs that bind a host workspace (where its mount cannot be attached) or
+// a writable mount, and backends without cgroups, get a new sandbox each
+// time.
 //
 // Backend.Close closes the series still open.
-func (b *Backend) Series() sandbox.Series {
+func (b *Backend) Series() sandbox.Series { return b.newSeries() }
+
+// keepDrift bounds the memory a kept sandbox's cgroup may hold beyond
+// what it held before its first run (page cache and kernel objects the
+// runs left charged to it): past it the sandbox is not reused, so that
+// a run cannot make a later one's memory figures tell what it read.
+const keepDrift = 4 << 20
+
+func (b *Backend) newSeries() *series {
 	s := &series{b: b}
 	b.seriesMu.Lock()
 	defer b.seriesMu.Unlock()
@@ -58,6 +78,11 @@ var _ sandbox.Reuser = (*Backend)(nil)
 
 type series struct {
 	b *Backend
+	// requests is set for the backend's own series (Backend.Run), whose
+	// runs belong to different requests: a kept sandbox must not let one
+	// request's memory show in another's figures. The runs of a caller's
+	// series are one request's (a judge's tests of one program).
+	requests bool
 
 	mu     sync.Mutex
 	idle   []keptSandbox
@@ -97,10 +122,11 @@ func (s *series) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, 
 }
 
 // keeps reports whether the sandbox of spec can be kept: nothing it
-// writes may be outside the scratch mounts the init empties, and a run's
-// usage must be measurable apart from the previous one's.
+// writes may be outside the scratch mounts the init empties (or the host
+// workspace it detaches: a workspace bound instead is seen by plan), and
+// a run's usage must be measurable apart from the previous one's.
 func (s *series) keeps(spec *sandbox.Spec) bool {
-	if spec.Workspace != "" || s.b.cgroups == nil {
+	if s.b.cgroups == nil {
 		return false
 	}
 	for _, m := range spec.Mounts {
@@ -130,13 +156,18 @@ func (s *series) take(mounts string) *started {
 	return nil
 }
 
-// put keeps sp, whose run is over, for a later run.
+// put keeps sp, whose run is over, for a later run; past maxKept the
+// sandbox idle the longest goes.
 func (s *series) put(sp *started, mounts string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.idle) >= maxKept {
+	if s.closed {
 		s.release(sp)
 		return
+	}
+	if len(s.idle) >= maxKept {
+		s.release(s.idle[0].sp)
+		s.idle = slices.Delete(s.idle, 0, 1)
 	}
 	s.idle = append(s.idle, keptSandbox{sp: sp, mounts: mounts})
 }
@@ -175,14 +206,33 @@ func (r *run) acquire() (*started, error) {
 			err := r.reuse(sp)
 			if err == nil {
 				r.reused = true
+				r.b.reusedRuns.Add(1)
 				return sp, nil
 			}
-			r.b.log.Warn("unable to reuse a kept sandbox", "run", r.id, "error", err)
+			if !errors.Is(err, errDrifted) {
+				r.b.log.Warn("unable to reuse a kept sandbox", "run", r.id, "error", err)
+			}
 			r.series.release(sp)
 		}
 	}
-	return r.b.take(r.spec.Limits, r.sources, r.workspace)
+	sp, err := r.b.take(r.spec.Limits, r.sources, r.workspace)
+	if err != nil || r.series == nil || !r.series.requests || sp.group == nil {
+		return sp, err
+	}
+	// What the cgroup holds before the sandbox's first run (its init,
+	// its root) is what later runs are measured against.
+	st, err := sp.group.Stats()
+	if err != nil {
+		r.b.discardLogged(sp, "a sandbox whose cgroup could not be read")
+		return nil, fmt.Errorf("%w: unable to read cgroup: %w", sandbox.ErrSetup, err)
+	}
+	sp.startMemory = st.Memory
+	return sp, nil
 }
+
+// errDrifted is reuse's error for a kept sandbox whose cgroup holds more
+// than keepDrift beyond what it held before its first run.
+var errDrifted = errors.New("a kept sandbox holds memory its runs left charged")
 
 // reuse sets a kept sandbox's cgroup for the run: its limits, a peak
 // memory of its own, and the counters the run's usage is measured from.
@@ -195,12 +245,22 @@ func (r *run) reuse(sp *started) error {
 		}
 		sp.limits = want
 	}
-	if err := sp.group.ResetPeak(); err != nil {
-		return err
-	}
 	base, err := sp.group.Stats()
 	if err != nil {
 		return fmt.Errorf("unable to read cgroup: %w", err)
+	}
+	if r.series.requests {
+		// The run's memory is counted from what the sandbox held before
+		// its first run: what earlier requests left charged is not the
+		// run's, and past keepDrift the sandbox is not reused at all.
+		drift := base.Memory - sp.startMemory
+		if drift > keepDrift {
+			return errDrifted
+		}
+		r.drift = max(drift, 0)
+	}
+	if err := sp.group.ResetPeak(); err != nil {
+		return err
 	}
 	r.base = base
 	return sp.newStreams()

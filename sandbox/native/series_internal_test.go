@@ -31,7 +31,7 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 		{"proc", func(w *setup) { w.op(nsinit.OpProc, "/workspace/proc") }, "op 7 in a later run"},
 		{"device", func(w *setup) { w.op(nsinit.OpDev, "kmsg") }, "op 17 in a later run"},
 		{"root", func(w *setup) { w.op(nsinit.OpRoot, "/") }, "op 1 in a later run"},
-		{"attach", func(w *setup) { w.op(nsinit.OpAttach, "/workspace") }, "op 23 in a later run"},
+		{"attach without a mount", func(w *setup) { w.op(nsinit.OpAttach, "/workspace") }, "no mount sent for /workspace"},
 		{"file outside the scratch mounts", func(w *setup) { w.file("/etc/passwd2", []byte("x"), 0o644, 0, 0) }, "create /etc/passwd2"},
 	}
 	for _, tt := range tests {
@@ -57,7 +57,7 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 			if err := sp.newStreams(); err != nil {
 				t.Fatal(err)
 			}
-			if err := sp.sendRun(frame(w.buf)); err != nil {
+			if err := sp.sendRun(frame(w.buf), nil); err != nil {
 				t.Fatal(err)
 			}
 			line, _ := readLine(sp.status, 4096)

@@ -46,6 +46,9 @@ type started struct {
 	// tmpSize and workspaceSize are the sizes of the /tmp and /workspace
 	// mounted in the first phase.
 	tmpSize, workspaceSize int64
+	// startMemory is what the cgroup held before the sandbox's first run,
+	// for a sandbox a series may keep: later runs are measured from it.
+	startMemory int64
 	// background is set for an init started at the lowest CPU priority,
 	// ahead of need: take restores its priority.
 	background bool
@@ -455,8 +458,9 @@ func (s *started) newStreams() error {
 }
 
 // sendRun gives a kept sandbox its next run: the second phase, with the
-// program's ends of the pipes newStreams made on its first byte.
-func (s *started) sendRun(phase []byte) error {
+// program's ends of the pipes newStreams made on its first byte, and
+// tree, the detached mount of the run's host workspace, if not nil.
+func (s *started) sendRun(phase []byte, tree *os.File) error {
 	child := s.programStreams
 	s.programStreams = [3]*os.File{}
 	defer func() {
@@ -468,6 +472,9 @@ func (s *started) sendRun(phase []byte) error {
 	}()
 	if child[0] == nil {
 		return errors.New("no streams for the run")
+	}
+	if tree != nil {
+		return s.sendWith(phase, child[0], child[1], child[2], tree)
 	}
 	return s.sendWith(phase, child[:]...)
 }

@@ -39,8 +39,7 @@ func (r *run) hostWorkspace() error {
 		if err != nil {
 			return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)
 		}
-		r.tree = tree
-		r.mounts.op(nsinit.OpAttach, sandbox.WorkspaceDir)
+		r.tree, r.attach = tree, true
 		return nil
 	}
 	src, err := filepath.EvalSymlinks(s.Workspace) //nolint:forbidigo // the caller's workspace path, resolved before the sandbox sees it
@@ -51,8 +50,7 @@ func (r *run) hostWorkspace() error {
 		tree, err := b.clone(src)
 		switch {
 		case err == nil:
-			r.tree = tree
-			r.mounts.op(nsinit.OpAttach, sandbox.WorkspaceDir)
+			r.tree, r.attach = tree, true
 			return nil
 		case !errors.Is(err, errCannotClone):
 			return fmt.Errorf("%w: workspace: %w", sandbox.ErrSetup, err)

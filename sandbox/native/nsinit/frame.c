@@ -199,14 +199,18 @@ char *recv_frame(int fd, int *fds, int max, int *got, size_t *size, int done)
 }
 
 // recv_run receives the next run of a kept sandbox: its three standard
-// streams, and its frame.
-char *recv_run(int fd, int fds[3], size_t *size)
+// streams, the detached mount of its host workspace if it has one (else
+// *attach is -1), and its frame.
+char *recv_run(int fd, int fds[3], int *attach, size_t *size)
 {
-	int got;
-	char *buf = recv_frame(fd, fds, 3, &got, size, 1);
-	if (got != 3) {
+	int got, all[4];
+	char *buf = recv_frame(fd, all, 4, &got, size, 1);
+	if (got < 3) {
 		errno = 0;
 		fail("config: a later run without its three standard streams");
 	}
+	for (int i = 0; i < 3; i++)
+		fds[i] = all[i];
+	*attach = got == 4 ? all[3] : -1;
 	return buf;
 }

@@ -146,6 +146,10 @@ struct config {
 	// run's host workspace, cloned by the backend), until OP_ATTACH
 	// attaches it; -1 without one.
 	int attach;
+	// attached is where the run's host workspace was attached (its
+	// OP_ATTACH's dst), or NULL: a kept sandbox detaches it once the run
+	// is over, before it empties its scratch mounts.
+	const char *attached;
 	// given are the bind sources that came with the first phase, in the
 	// order of its OP_GIVEN operations, until open_sources takes them.
 	int given[NSINIT_MAX_GIVEN];
@@ -179,7 +183,7 @@ void want_args(const struct op *o, uint32_t n);
 long long number(const struct arg *a, int base);
 void report(const char *fmt, ...);
 char *recv_frame(int fd, int *fds, int max, int *got, size_t *size, int done);
-char *recv_run(int fd, int fds[3], size_t *size);
+char *recv_run(int fd, int fds[3], int *attach, size_t *size);
 
 // the sandbox's root: mounts, bind sources, the pivot (mounts.c)
 void in_root(const struct config *c, const char *path, char *out);
@@ -197,6 +201,8 @@ void pivot(struct config *c);
 void seal(struct config *c);
 void open_sources(struct config *c);
 void reset_scratch(const struct exec_plan *plan);
+void detach_workspace(struct config *c);
+int network_clean(void);
 
 // a run: its namespaces, the program's start, what it leaves (program.c)
 void lock_capabilities(void);

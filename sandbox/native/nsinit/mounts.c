@@ -184,6 +184,56 @@ void op_attach(struct config *c, const struct op *o)
 		fail("attach workspace %.256s", o->argv[0].s);
 	close(c->attach);
 	c->attach = -1;
+	c->attached = o->argv[0].s;
+}
+
+// detach_workspace takes the run's host workspace, if one was attached,
+// off its mount point in a kept sandbox once the run is over: the next
+// run finds the sandbox's own scratch mount there again, and the caller's
+// workspace is in no namespace of the sandbox's any more.
+void detach_workspace(struct config *c)
+{
+	if (!c->attached)
+		return;
+	char dst[PATH_MAX];
+	in_root(c, c->attached, dst);
+	if (umount2(dst, MNT_DETACH) < 0)
+		fail("detach workspace %.256s", c->attached);
+	c->attached = NULL;
+}
+
+// sockstat_clean reports whether every count of a /proc/net/sockstat file
+// of the init's network namespace that tells of sockets (used, inuse,
+// orphan, tw) is zero. The other counts (alloc, mem) are the host's.
+static int sockstat_clean(const char *path)
+{
+	char buf[1024];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0 || n == (ssize_t)sizeof buf - 1)
+		return 0;
+	buf[n] = '\0';
+	static const char *const counts[] = {" used ", " inuse ", " orphan ", " tw "};
+	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+		for (const char *p = strstr(buf, counts[i]); p; p = strstr(p + 1, counts[i])) {
+			const char *v = p + strlen(counts[i]);
+			if (v[0] != '0' || (v[1] != ' ' && v[1] != '\n' && v[1] != '\0'))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+// network_clean reports whether the sandbox's network namespace holds no
+// socket of any kind: nothing a run opened, not a listener, not a TCP
+// connection in TIME_WAIT, not a socket kept alive in flight. A kept
+// sandbox whose namespace is not clean is not given to another run.
+int network_clean(void)
+{
+	return sockstat_clean("/proc/self/net/sockstat") && sockstat_clean("/proc/self/net/sockstat6");
 }
 
 void op_file(const struct config *c, const struct op *o)

@@ -33,6 +33,7 @@ static int allowed_later(uint32_t op)
 	case OP_ENV:
 	case OP_STDIN_NULL:
 	case OP_KEEP:
+	case OP_ATTACH:
 		return 1;
 	}
 	return 0;
@@ -45,6 +46,12 @@ static void keep(const struct config *c, struct exec_plan *plan, const struct op
 	if (o->argc % 2 != 0 || o->argc / 2 > MAX_SCRATCH) {
 		errno = 0;
 		fail("config: op %u with %u arguments", o->code, o->argc);
+	}
+	// The scratch mounts are recorded as the sandbox's own: a workspace
+	// attached over one of them comes after.
+	if (c->attached) {
+		errno = 0;
+		fail("config: keep after attach");
 	}
 	for (uint32_t i = 0; i < o->argc; i += 2) {
 		char path[PATH_MAX];
@@ -196,7 +203,7 @@ static void next_run(struct config *c, struct exec_plan *plan)
 {
 	int fds[3];
 	size_t size;
-	char *buf = recv_run(NSINIT_CONFIG_FD, fds, &size);
+	char *buf = recv_run(NSINIT_CONFIG_FD, fds, &c->attach, &size);
 	for (int i = 0; i < 3; i++) {
 		if (dup2(fds[i], i) < 0)
 			fail("standard stream %d", i);
@@ -217,6 +224,10 @@ static void next_run(struct config *c, struct exec_plan *plan)
 	c->frame = buf;
 	apply(c, plan);
 	finish_plan(plan);
+	if (c->attach >= 0) {
+		close(c->attach);
+		c->attach = -1;
+	}
 }
 
 // run builds the sandbox in two phases and runs the program. The first
@@ -289,7 +300,15 @@ static void __attribute__((noreturn)) run(void)
 		}
 		// A kept sandbox's next run finds empty scratch mounts, new PID,
 		// IPC and mount namespaces (run_program), and the cgroup's
-		// counters reset by the backend.
+		// counters reset by the backend. It must also find no socket
+		// in the network namespace: where the run left one (a TCP
+		// connection in TIME_WAIT outlives its process), the sandbox
+		// ends instead, and says so.
+		detach_workspace(&c);
+		if (!network_clean()) {
+			report("X %d last\n", ws);
+			_exit(0);
+		}
 		reset_scratch(&plan);
 		report("X %d\n", ws);
 		// The run's init is about to exit (its namespaces are being

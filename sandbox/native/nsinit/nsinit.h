@@ -4,10 +4,14 @@
  * and sent when the init is started ahead of need) and the second (the
  * run's own). A second phase with OP_KEEP asks the init to wait, once the
  * program has ended, for another run in the same sandbox: its frame comes
- * with the run's stdin, stdout and stderr as SCM_RIGHTS on its first byte,
- * and holds only OP_FILE, OP_MKDIR, OP_REMOUNT and the program's own
- * operations (the init refuses any other; in the sealed root only the
- * scratch mounts can take a file or a directory).
+ * with the run's stdin, stdout and stderr as SCM_RIGHTS on its first byte
+ * (and a fourth descriptor, the detached mount of the run's host workspace,
+ * when it has one), and holds only OP_FILE, OP_MKDIR, OP_REMOUNT, OP_ATTACH
+ * and the program's own operations (the init refuses any other; in the
+ * sealed root only the scratch mounts can take a file or a directory).
+ * OP_KEEP comes before OP_ATTACH: the scratch mounts it records are the
+ * sandbox's own, not the workspace attached over one of them, which the
+ * init detaches once the run is over.
  * Each operation is: u32 op, u32 argc, then argc times (u32 len, len bytes,
  * one NUL). Integers are in host byte order: both ends are the same binary
  * on the same machine.
@@ -21,7 +25,9 @@
  *
  * The init writes one line per run to fd 4: "X <wait status>" once the
  * program has ended (and, with OP_KEEP, once nothing of the run is left),
- * or "E <reason>" when the sandbox could not be set up, after which it
+ * "X <wait status> last" when, with OP_KEEP, it found a socket left in the
+ * network namespace and exits instead of waiting for another run, or
+ * "E <reason>" when the sandbox could not be set up, after which it
  * exits. */
 #ifndef CODERUNNER_NSINIT_H
 #define CODERUNNER_NSINIT_H
@@ -53,7 +59,7 @@ enum nsinit_op {
 	OP_USERNS_MAX = 22, /* name, value: write /proc/sys/user/<name> (a
 			       max_* entry) of the sandbox's user namespace */
 	OP_ATTACH = 23,	    /* dst: attach the detached mount that came with the
-			    second phase on dst (a new sandbox only) */
+			    second phase on dst */
 	OP_GIVEN = 24,	    /* path: the bind source path is the next descriptor
 			    that came with the first phase */
 };
