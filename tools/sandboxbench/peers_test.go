@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -167,3 +170,101 @@ var errMissing = stringError("missing")
 type stringError string
 
 func (e stringError) Error() string { return string(e) }
+
+// fakeGoJudge answers /run and DELETE /file/ID as go-judge does, checking
+// that requests have the shape its REST API documents.
+func fakeGoJudge(t *testing.T) (*httptest.Server, *[]string) {
+	var deleted []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/run":
+			if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			var req struct {
+				Cmd []struct {
+					Args          []string                     `json:"args"`
+					Env           []string                     `json:"env"`
+					Files         []map[string]json.RawMessage `json:"files"`
+					CPULimit      int64                        `json:"cpuLimit"`
+					MemoryLimit   int64                        `json:"memoryLimit"`
+					ProcLimit     int                          `json:"procLimit"`
+					CopyIn        map[string]map[string]string `json:"copyIn"`
+					CopyOutCached []string                     `json:"copyOutCached"`
+				} `json:"cmd"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Cmd) != 1 {
+				http.Error(w, `"bad request"`, http.StatusBadRequest)
+				return
+			}
+			c := req.Cmd[0]
+			if len(c.Files) != 3 || c.Files[1]["name"] == nil || c.CPULimit != 10e9 || c.MemoryLimit != 256<<20 || c.ProcLimit != 64 || len(c.Env) == 0 {
+				t.Errorf("command without the common limits and streams: %+v", c)
+			}
+			var res map[string]any
+			switch {
+			case len(c.CopyOutCached) == 1:
+				if c.Args[0] != "/usr/bin/gcc" || c.CopyIn["a.c"]["content"] == "" {
+					t.Errorf("compile command %+v", c)
+				}
+				res = map[string]any{"status": "Accepted", "files": map[string]string{"stdout": "", "stderr": ""}, "fileIds": map[string]string{"a": "ID1"}}
+			case c.CopyIn["a"]["fileId"] == "ID1":
+				var stdin string
+				_ = json.Unmarshal(c.Files[0]["content"], &stdin)
+				res = map[string]any{"status": "Accepted", "files": map[string]string{"stdout": "out:" + stdin, "stderr": ""}}
+			default:
+				res = map[string]any{"status": "Nonzero Exit Status", "exitStatus": 2, "files": map[string]string{"stderr": "no such file"}}
+			}
+			_ = json.NewEncoder(w).Encode([]any{res})
+		case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/file/"):
+			deleted = append(deleted, strings.TrimPrefix(r.URL.Path, "/file/"))
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &deleted
+}
+
+func TestGoJudgeClient(t *testing.T) {
+	srv, deleted := fakeGoJudge(t)
+	c := newPeerClient(srv.URL)
+	id, err := c.gjCompile(helloC)
+	if err != nil || id != "ID1" {
+		t.Fatalf("gjCompile = %q, %v", id, err)
+	}
+	if _, err := c.gjRun(newGJCmd([]string{"a"}, "7 8\n", map[string]gjFile{"a": {FileID: id}}), "out:7 8\n"); err != nil {
+		t.Errorf("a run of the cached binary: %v", err)
+	}
+	if _, err := c.gjRun(newGJCmd([]string{"a"}, "7 8\n", map[string]gjFile{"a": {FileID: id}}), "15\n"); err == nil {
+		t.Error("a wrong output was accepted")
+	}
+	if _, err := c.gjRun(newGJCmd([]string{"a"}, "", map[string]gjFile{"a": {FileID: "OTHER"}}), ""); err == nil || !strings.Contains(err.Error(), "Nonzero Exit Status") {
+		t.Errorf("a failed command: %v", err)
+	}
+	if err := c.gjDelete(id); err != nil || len(*deleted) != 1 || (*deleted)[0] != "ID1" {
+		t.Errorf("gjDelete: %v, deleted %v", err, *deleted)
+	}
+	if _, err := c.do(http.MethodGet, "/nothing", nil, http.StatusOK); err == nil || !strings.Contains(err.Error(), "status 404") {
+		t.Errorf("a 404 answer: %v", err)
+	}
+}
+
+func TestPeerClientBoundsAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "/big", http.StatusFound)
+			return
+		}
+		_, _ = w.Write(bytes.Repeat([]byte("x"), maxAnswer+1))
+	}))
+	defer srv.Close()
+	c := newPeerClient(srv.URL)
+	if _, err := c.do(http.MethodGet, "/big", nil, http.StatusOK); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("an answer over the limit: %v", err)
+	}
+	if _, err := c.do(http.MethodGet, "/redirect", nil, http.StatusOK); err == nil || !strings.Contains(err.Error(), "redirect") {
+		t.Errorf("a redirect: %v", err)
+	}
+}
