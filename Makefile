@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-cgroup2 test-rootless lint bench fuzz deps images image test-image test-pod-settings clean
+.PHONY: build run test test-cgroup2 test-rootless lint bench bench-peers fuzz deps images image test-image test-pod-settings clean
 
 build: ## build bin/coderunner
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
@@ -34,6 +34,9 @@ $(LINT):
 
 bench: ## latency, throughput and CPU per run next to bare fork/exec (needs root and gcc)
 	scripts/bench.sh
+
+bench-peers: ## coderunner serve next to go-judge (GOJUDGE=/path/to/go-judge, optional) and bare fork/exec over HTTP (needs root and gcc)
+	scripts/bench-peers.sh
 
 fuzz: ## every fuzz target in turn, FUZZTIME each (default 20s); scripts/fuzz.sh -list lists them
 	scripts/fuzz.sh $(FUZZTIME)

@@ -14,6 +14,11 @@
 //
 // runs /bin/true and nothing else, for a profiler to watch (loop.go).
 //
+//	sandboxbench -peers -coderunner http://127.0.0.1:PORT [-gojudge http://127.0.0.1:PORT] [-n 100] [-judge-n 10]
+//
+// compares coderunner serve with go-judge and bare fork/exec over HTTP, in
+// one interleaved run (peers.go; scripts/bench-peers.sh starts both).
+//
 //	sandboxbench -backends native,bwrap,docker,docker-per-run [-n 100] [-judges 20]
 //
 // compares the backends side by side instead (backends.go).
@@ -61,6 +66,10 @@ func main() {
 		fail("-gap must be between 0 and 1s")
 	}
 	pause = *gap
+	if *peersFlag {
+		peers(*n, *batchFlag, *judgeNFlag, *judgeTestsFlag, *settleFlag)
+		return
+	}
 	if *loopFlag != "" {
 		c, err := strconv.Atoi(strings.TrimSpace(strings.Split(*conc, ",")[0]))
 		if err != nil || c < 1 || c > 64 {
