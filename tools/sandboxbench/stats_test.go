@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -161,6 +162,50 @@ func TestParseStat(t *testing.T) {
 		if comm, ppid, err := parseStat([]byte(in)); err == nil {
 			t.Errorf("parseStat(%q) = %q, %d; want an error", in, comm, ppid)
 		}
+	}
+}
+
+func TestParseStatTimes(t *testing.T) {
+	// utime 3, stime 4, cutime 5, cstime 6 ticks, after a name with
+	// parentheses and spaces.
+	in := "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 3 4 5 6 20 0 1 0 123 4096 10\n"
+	got, err := parseStatTimes([]byte(in))
+	if err != nil || got.user != 8*clockTick || got.system != 10*clockTick {
+		t.Errorf("parseStatTimes = %+v, %v; want user 80ms, system 100ms", got, err)
+	}
+	for _, in := range []string{"", "42 x S 1", "42 (x) S 1 2 3", "42 (x) S 1 42 42 0 -1 0 0 0 0 0 x 4 5 6 20", "42 (x) S 1 42 42 0 -1 0 0 0 0 0 3 -4 5 6 20"} {
+		if got, err := parseStatTimes([]byte(in)); err == nil {
+			t.Errorf("parseStatTimes(%q) = %+v; want an error", in, got)
+		}
+	}
+}
+
+// TestOwnTrackerCountsLiveChildren: a child still running when the count
+// ends, having reaped a spinning child of its own (as a kept sandbox's
+// init reaps its runs), is counted too.
+func TestOwnTrackerCountsLiveChildren(t *testing.T) {
+	var o ownTracker
+	before := o.read(false)
+	cmd := exec.Command("/bin/sh", "-c", "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; echo reaped; read line")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close(); _ = cmd.Wait() }()
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "reaped\n" {
+		t.Fatalf("the child said %q, %v", buf, err)
+	}
+	d := o.read(true).since(before)
+	if d.user+d.system < clockTick {
+		t.Errorf("a living child's reaped work was not counted: %+v", d)
 	}
 }
 
