@@ -27,6 +27,7 @@
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -150,6 +151,9 @@ struct config {
 	// OP_ATTACH's dst), or NULL: a kept sandbox detaches it once the run
 	// is over, before it empties its scratch mounts.
 	const char *attached;
+	// run is the latest run's init, which may still be exiting when the
+	// sandbox is given its next run.
+	pid_t run;
 	// given are the bind sources that came with the first phase, in the
 	// order of its OP_GIVEN operations, until open_sources takes them.
 	int given[NSINIT_MAX_GIVEN];
@@ -208,6 +212,7 @@ int network_clean(void);
 void lock_capabilities(void);
 void finish_plan(struct exec_plan *plan);
 void reap_runs(void);
+void await_next(pid_t run);
 int run_program(struct config *c, struct exec_plan *plan, int overlapped);
 
 #pragma GCC visibility pop

@@ -312,9 +312,9 @@ static void __attribute__((noreturn)) run(void)
 		reset_scratch(&plan);
 		report("X %d\n", ws);
 		// The run's init is about to exit (its namespaces are being
-		// torn down): it is reaped before the sandbox goes idle, so
-		// that nothing of the run, not even a zombie, waits with it.
-		reap_runs();
+		// torn down): it is reaped as soon as it has, while the sandbox
+		// waits for its next run.
+		await_next(c.run);
 		c.later = 1;
 		next_run(&c, &plan);
 	}

@@ -318,6 +318,53 @@ void reap_runs(void)
 	}
 }
 
+// reap_ended reaps every run's init that has ended, without waiting.
+static void reap_ended(void)
+{
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, __WALL | WNOHANG);
+		if (pid > 0 || (pid < 0 && errno == EINTR))
+			continue;
+		return;
+	}
+}
+
+// await_next waits, in a kept sandbox, until the next run's phase can be
+// read (or the backend closed the socket), and meanwhile reaps the latest
+// run's init as soon as its exit is over. That exit tears the run's
+// namespaces down, which waits for the kernel (a mount namespace for an
+// RCU grace period): the next run need not wait for it, since nothing of
+// the run is left but that init, which runs no code of the run's. An
+// idle sandbox so holds no zombie for longer than that exit takes. Where
+// the kernel has no pidfds, the init is reaped first, as it waits.
+void await_next(pid_t run)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, run, 0);
+	if (pidfd < 0) {
+		reap_runs();
+		return;
+	}
+	struct pollfd p[2] = {{.fd = NSINIT_CONFIG_FD, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
+	nfds_t n = 2;
+	for (;;) {
+		if (poll(p, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("wait for the next run");
+		}
+		if (n == 2 && p[1].revents) {
+			reap_ended();
+			close(pidfd);
+			n = 1;
+		}
+		if (p[0].revents)
+			break;
+	}
+	if (n == 2)
+		close(pidfd);
+	reap_ended();
+}
+
 // run_program runs the program in namespaces of its own and returns its
 // wait status once nothing of the run is left. The sandbox's init has
 // nothing to do meanwhile: it lends the run's init its memory (vfork)
@@ -339,6 +386,7 @@ int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 	pid_t pid = clone(run_main, run_stack + sizeof run_stack, flags, &a);
 	if (pid < 0)
 		fail("start the run");
+	c->run = pid;
 	close(res[1]);
 	if (overlapped) {
 		close(gofd[0]);
