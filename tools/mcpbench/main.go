@@ -28,8 +28,10 @@
 // check the answer) and nothing else: beside the Go API they show what
 // the server adds, and beside the SDK's client what that client adds.
 //
-// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400] [-modes REGEXP] [-cpuprofile FILE]
+// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-before BIN] [-warm 1] [-gogc 400] [-modes REGEXP] [-cpuprofile FILE]
 //
+// -before adds the serve of another build, an earlier one, with both
+// clients, so that a change is measured before and after in one run.
 // -modes keeps the modes whose name matches REGEXP, and the two Go API
 // modes, the baselines; GODEBUG and GOGC, when set, are passed to the
 // subprocesses. -cpuprofile writes a CPU profile of the benchmark's
@@ -97,6 +99,7 @@ func main() {
 	gogc := flag.Int("gogc", 400, "GOGC of this process, as coderunner mcp sets it for itself")
 	only := flag.String("modes", "", "a regular expression: run only the modes whose name matches it, and the Go API baselines")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (the clients, the servers in it) over the measured calls to this file")
+	before := flag.String("before", "", "another coderunner binary (an earlier build) whose serve is measured beside -bin's, in the same run")
 	flag.Parse()
 	keep, err := regexp.Compile(*only)
 	if err != nil {
@@ -106,7 +109,7 @@ func main() {
 	if *n < 10 || *n > 100000 {
 		fatal(errors.New("-n must be between 10 and 100000"))
 	}
-	if err := run(*n, *bin, *warm, keep, *profile); err != nil {
+	if err := run(*n, *bin, *before, *warm, keep, *profile); err != nil {
 		fatal(err)
 	}
 }
@@ -131,7 +134,7 @@ type mode struct {
 	cpu  time.Duration // per call, from a run of its own
 }
 
-func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error {
+func run(n int, bin, before string, warm int, keep *regexp.Regexp, profile string) error {
 	ctx := context.Background()
 	cfg, err := config.Load("", os.LookupEnv)
 	if err != nil {
@@ -179,6 +182,7 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 		return err
 	}
 	defer stopLines()
+	args := map[string]any{"language": "python", "code": code}
 	serveSession, serveURL, stopServe, err := startServe(ctx, bin)
 	if err != nil {
 		return err
@@ -189,6 +193,24 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 		return err
 	}
 	defer rawServe.close()
+	var beforeModes []*mode
+	if before != "" {
+		// The same two clients on the earlier build's serve.
+		session, url, stop, err := startServe(ctx, before)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		raw, err := openRaw(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer raw.close()
+		beforeModes = []*mode{
+			{name: "MCP HTTP (serve subprocess, -before)", call: func(ctx context.Context) error { return callTool(ctx, session, args) }},
+			{name: "MCP HTTP, plain client (serve subprocess, -before)", call: raw.call},
+		}
+	}
 	stdioRaw, err := startRawStdio(bin)
 	if err != nil {
 		return err
@@ -246,7 +268,6 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 	}
 	defer floor.close()
 
-	args := map[string]any{"language": "python", "code": code}
 	modes := []*mode{
 		{name: apiInProcess, call: func(ctx context.Context) error {
 			res, err := cr.ExecuteCode(ctx, "python", code)
@@ -272,9 +293,20 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 		{name: "no-op HTTP, plain client", noop: true, call: noopRaw.call},
 		{name: "HTTP round trip alone, plain client", noop: true, call: floor.call},
 	}
+	modes = append(modes, beforeModes...)
 	modes = slices.DeleteFunc(modes, func(m *mode) bool {
 		return m.name != apiInProcess && m.name != apiSubprocess && !keep.MatchString(m.name)
 	})
+	// The Go API in this process is the baseline of the servers in this
+	// process only. Without them it is left out, so that this process, the
+	// client of the servers in processes of their own, runs no sandboxes,
+	// as an MCP client does not: after each sandboxed run the pool starts
+	// the next sandbox with a fork, and every page of the process then
+	// written takes a copy-on-write fault, which would be counted as the
+	// client's time.
+	if !slices.ContainsFunc(modes, func(m *mode) bool { return m.timed != nil }) {
+		modes = slices.DeleteFunc(modes, func(m *mode) bool { return m.name == apiInProcess })
+	}
 	// Warm up every path (toolchain discovery, connections, warm pools).
 	for range 10 {
 		for _, m := range modes {
