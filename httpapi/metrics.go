@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,4 +81,21 @@ func (m *metrics) observeReport(kind string, took time.Duration, err error) {
 		outcome = "error"
 	}
 	m.reporting.WithLabelValues(kind, outcome).Observe(took.Seconds())
+}
+
+// requestCounters returns the counter of requests to route by status
+// code. Each counter is kept once made: the request log's metric would
+// otherwise format the code and hash both label values, under the
+// vector's lock, at every request. The codes are net/http's, 100 to 999,
+// so what is kept is bounded.
+func (m *metrics) requestCounters(route string) func(code int) prometheus.Counter {
+	var kept sync.Map // int → prometheus.Counter
+	return func(code int) prometheus.Counter {
+		if c, ok := kept.Load(code); ok {
+			return c.(prometheus.Counter)
+		}
+		c := m.requests.WithLabelValues(route, strconv.Itoa(code))
+		kept.Store(code, c)
+		return c
+	}
 }
