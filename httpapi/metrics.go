@@ -20,6 +20,8 @@ type metrics struct {
 	queued     prometheus.Gauge
 	refused    prometheus.Counter
 	requests   *prometheus.CounterVec
+
+	outcomes sync.Map // outcome → *outcomeMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -66,11 +68,36 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // finished counts one execution.
 func (m *metrics) finished(endpoint, status, reason string, took time.Duration) {
-	m.executions.WithLabelValues(endpoint, status).Inc()
-	if reason != "" {
-		m.failures.WithLabelValues(endpoint, reason).Inc()
+	key := outcome{endpoint, status, reason}
+	c, ok := m.outcomes.Load(key)
+	if !ok {
+		// Kept once made, as the vectors keep the series: an execution's
+		// metrics are then found with one lookup, rather than three of
+		// label values, each hashed and checked under its vector's lock.
+		oc := &outcomeMetrics{
+			executions: m.executions.WithLabelValues(endpoint, status),
+			duration:   m.duration.WithLabelValues(endpoint),
+		}
+		if reason != "" {
+			oc.failures = m.failures.WithLabelValues(endpoint, reason)
+		}
+		c, _ = m.outcomes.LoadOrStore(key, oc)
 	}
-	m.duration.WithLabelValues(endpoint).Observe(took.Seconds())
+	oc := c.(*outcomeMetrics)
+	oc.executions.Inc()
+	if oc.failures != nil {
+		oc.failures.Inc()
+	}
+	oc.duration.Observe(took.Seconds())
+}
+
+// outcome is the labels of an execution's metrics.
+type outcome struct{ endpoint, status, reason string }
+
+// outcomeMetrics are the series an execution of one outcome counts in.
+type outcomeMetrics struct {
+	executions, failures prometheus.Counter // failures nil without a reason
+	duration             prometheus.Observer
 }
 
 // Observe records one control plane call; it is the controlplane
@@ -94,8 +121,7 @@ func (m *metrics) requestCounters(route string) func(code int) prometheus.Counte
 		if c, ok := kept.Load(code); ok {
 			return c.(prometheus.Counter)
 		}
-		c := m.requests.WithLabelValues(route, strconv.Itoa(code))
-		kept.Store(code, c)
-		return c
+		c, _ := kept.LoadOrStore(code, m.requests.WithLabelValues(route, strconv.Itoa(code)))
+		return c.(prometheus.Counter)
 	}
 }
