@@ -43,6 +43,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -128,6 +129,11 @@ type mode struct {
 	// of a call outside it is what MCP adds, before and after the run.
 	timed     *timingRunner
 	pre, post []time.Duration
+	// outside is each call's time less the program's wall time that its
+	// result reports (execution_time), for the modes whose results carry
+	// it: what is left of the Python run's own variation is its rounding
+	// to the millisecond.
+	outside []time.Duration
 	// noop marks the modes whose executor answers at once: their CPU
 	// time per call is the protocol's, client and server.
 	noop bool
@@ -274,6 +280,7 @@ func run(n int, bin, before string, warm int, keep *regexp.Regexp, profile strin
 			if err != nil {
 				return err
 			}
+			reportWall(ctx, res.ExecutionTime)
 			return check(res)
 		}},
 		{name: apiSubprocess, call: apiProc.call},
@@ -335,12 +342,17 @@ func run(n int, bin, before string, warm int, keep *regexp.Regexp, profile strin
 	for range n {
 		for _, j := range rng.Perm(len(modes)) {
 			m := modes[j]
+			wall := -1.0
+			callCtx := context.WithValue(ctx, wallKey{}, &wall)
 			start := time.Now()
-			if err := m.call(ctx); err != nil {
+			if err := m.call(callCtx); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 			end := time.Now()
 			m.times = append(m.times, end.Sub(start))
+			if wall >= 0 {
+				m.outside = append(m.outside, end.Sub(start)-time.Duration(wall*float64(time.Second)))
+			}
 			if m.timed != nil {
 				m.pre = append(m.pre, m.timed.start.Sub(start))
 				m.post = append(m.post, end.Sub(m.timed.end))
@@ -400,7 +412,38 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, args map[string]any) e
 	if r["status"] != string(execute.StatusSuccess) || r["stdout"] != "hello\n" {
 		return fmt.Errorf("unexpected result: %v %q", r["status"], r["stdout"])
 	}
+	if wall, ok := r["execution_time"].(float64); ok {
+		reportWall(ctx, wall)
+	}
 	return nil
+}
+
+// wallKey is the context key of where a call reports its program's wall
+// time, in seconds.
+type wallKey struct{}
+
+// reportWall records the program's wall time of the call ctx is of.
+func reportWall(ctx context.Context, seconds float64) {
+	if p, ok := ctx.Value(wallKey{}).(*float64); ok {
+		*p = seconds
+	}
+}
+
+// executionTime is the execution_time of a result in JSON, -1 without one.
+func executionTime(data []byte) float64 {
+	_, rest, ok := bytes.Cut(data, []byte(`"execution_time":`))
+	if !ok {
+		return -1
+	}
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(string(rest[:end]), 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // serveHTTP serves h on a loopback port and connects a client to it.
@@ -637,6 +680,29 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 			paired, paired95 = ms(p), ms(q)
 		}
 		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95, paired, paired95)
+	}
+	// The program's own time, which varies most, left out of each call.
+	fmt.Fprintf(w, "\ntime outside the program (each call less the execution_time its result reports, rounded to 1 ms):\n")
+	fmt.Fprintf(w, "%-52s %11s %11s %14s %14s\n", "mode", "p50", "p95", "p50 - API", "p95 - API")
+	for _, m := range modes {
+		if len(m.outside) != len(m.times) {
+			continue
+		}
+		p50, p95, _ := stats(m.outside)
+		var base *mode
+		switch {
+		case m.name == apiInProcess || m.name == apiSubprocess:
+		case m.timed != nil:
+			base = api
+		case strings.Contains(m.name, "subprocess"):
+			base = sub
+		}
+		d50, d95 := "", ""
+		if base != nil && len(base.outside) == len(base.times) {
+			b50, b95, _ := stats(base.outside)
+			d50, d95 = ms(p50-b50), ms(p95-b95)
+		}
+		fmt.Fprintf(w, "%-52s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), d50, d95)
 	}
 	// The differences above carry the noise of two sandboxed runs; the
 	// time a call spends outside its executor carries none of it.
