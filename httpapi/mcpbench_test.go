@@ -80,8 +80,18 @@ func dialMCP(tb testing.TB, url string) *rawMCP {
 	return c
 }
 
-// post sends one message and returns the response, its body read.
-func (c *rawMCP) post(body string) (*http.Response, []byte) {
+// rawAnswer is a response to rawMCP, its body read and closed.
+type rawAnswer struct {
+	StatusCode       int
+	Status           string
+	Header           http.Header
+	ContentLength    int64
+	TransferEncoding []string
+	Close            bool
+}
+
+// post sends one message and returns the response and its body.
+func (c *rawMCP) post(body string) (rawAnswer, []byte) {
 	c.req = append(c.req[:0], "POST /mcp HTTP/1.1\r\nHost: "...)
 	c.req = append(c.req, c.host...)
 	c.req = append(c.req, "\r\nAuthorization: Bearer "+benchToken+"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-06-18\r\n"...)
@@ -106,7 +116,8 @@ func (c *rawMCP) post(body string) (*http.Response, []byte) {
 	if err != nil {
 		c.tb.Fatal(err)
 	}
-	return resp, data
+	return rawAnswer{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header,
+		ContentLength: resp.ContentLength, TransferEncoding: resp.TransferEncoding, Close: resp.Close}, data
 }
 
 const benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)"}}}`
