@@ -32,6 +32,10 @@
 //
 // -before adds the serve of another build, an earlier one, with both
 // clients, so that a change is measured before and after in one run.
+// Besides each call's time, the report gives its time outside the
+// program: the call less the program's wall time its result reports,
+// which leaves out the Python run's own variation, milliseconds on a
+// busy machine.
 // -modes keeps the modes whose name matches REGEXP, and the two Go API
 // modes, the baselines; GODEBUG and GOGC, when set, are passed to the
 // subprocesses. -cpuprofile writes a CPU profile of the benchmark's
