@@ -164,13 +164,11 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		// the token as well as of its content; every token is compared,
 		// so the time does not say which matched either.
 		h := sha256.Sum256([]byte(got))
-		match, owner := 0, ""
+		match, which := 0, 0
 		for i, th := range s.tokenHashes {
 			eq := subtle.ConstantTimeCompare(h[:], th)
 			match |= eq
-			if eq == 1 {
-				owner = s.tokenOwners[i]
-			}
+			which = subtle.ConstantTimeSelect(eq, i, which)
 		}
 		if !ok || match != 1 {
 			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
@@ -179,7 +177,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		// Each token owns its sessions: a session_id names a different
 		// session for each client, over /v1/run, DELETE /v1/sessions and
 		// /mcp alike. The owner is a digest, never the token itself.
-		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), owner)))
+		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), s.tokenOwners[which])))
 	})
 }
 
