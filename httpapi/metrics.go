@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +20,8 @@ type metrics struct {
 	queued     prometheus.Gauge
 	refused    prometheus.Counter
 	requests   *prometheus.CounterVec
+
+	outcomes sync.Map // outcome → *outcomeMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -64,11 +68,36 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // finished counts one execution.
 func (m *metrics) finished(endpoint, status, reason string, took time.Duration) {
-	m.executions.WithLabelValues(endpoint, status).Inc()
-	if reason != "" {
-		m.failures.WithLabelValues(endpoint, reason).Inc()
+	key := outcome{endpoint, status, reason}
+	c, ok := m.outcomes.Load(key)
+	if !ok {
+		// Kept once made, as the vectors keep the series: an execution's
+		// metrics are then found with one lookup, rather than three of
+		// label values, each hashed and checked under its vector's lock.
+		oc := &outcomeMetrics{
+			executions: m.executions.WithLabelValues(endpoint, status),
+			duration:   m.duration.WithLabelValues(endpoint),
+		}
+		if reason != "" {
+			oc.failures = m.failures.WithLabelValues(endpoint, reason)
+		}
+		c, _ = m.outcomes.LoadOrStore(key, oc)
 	}
-	m.duration.WithLabelValues(endpoint).Observe(took.Seconds())
+	oc := c.(*outcomeMetrics)
+	oc.executions.Inc()
+	if oc.failures != nil {
+		oc.failures.Inc()
+	}
+	oc.duration.Observe(took.Seconds())
+}
+
+// outcome is the labels of an execution's metrics.
+type outcome struct{ endpoint, status, reason string }
+
+// outcomeMetrics are the series an execution of one outcome counts in.
+type outcomeMetrics struct {
+	executions, failures prometheus.Counter // failures nil without a reason
+	duration             prometheus.Observer
 }
 
 // Observe records one control plane call; it is the controlplane
@@ -79,4 +108,20 @@ func (m *metrics) observeReport(kind string, took time.Duration, err error) {
 		outcome = "error"
 	}
 	m.reporting.WithLabelValues(kind, outcome).Observe(took.Seconds())
+}
+
+// requestCounters returns the counter of requests to route by status
+// code. Each counter is kept once made: the request log's metric would
+// otherwise format the code and hash both label values, under the
+// vector's lock, at every request. The codes are net/http's, 100 to 999,
+// so what is kept is bounded.
+func (m *metrics) requestCounters(route string) func(code int) prometheus.Counter {
+	var kept sync.Map // int → prometheus.Counter
+	return func(code int) prometheus.Counter {
+		if c, ok := kept.Load(code); ok {
+			return c.(prometheus.Counter)
+		}
+		c, _ := kept.LoadOrStore(code, m.requests.WithLabelValues(route, strconv.Itoa(code)))
+		return c.(prometheus.Counter)
+	}
 }

@@ -102,6 +102,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // observe gives every request its id, logs it, counts it, and turns a
 // panic into a 500 whose stack goes to the log only.
 func (s *Server) observe(route string, next http.Handler) http.Handler {
+	counted := s.metrics.requestCounters(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")
 		if !requestIDPattern.MatchString(id) {
@@ -135,7 +136,7 @@ func (s *Server) observe(route string, next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			s.metrics.requests.WithLabelValues(route, fmt.Sprint(status)).Inc()
+			counted(status).Inc()
 			s.log.Log(r.Context(), levelFor(route), "request", "event", "http_request", "request_id", id,
 				"method", r.Method, "path", r.URL.Path, "status", status,
 				"duration_ms", time.Since(start).Milliseconds())
@@ -163,9 +164,11 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		// the token as well as of its content; every token is compared,
 		// so the time does not say which matched either.
 		h := sha256.Sum256([]byte(got))
-		match := 0
-		for _, th := range s.tokenHashes {
-			match |= subtle.ConstantTimeCompare(h[:], th)
+		match, which := 0, 0
+		for i, th := range s.tokenHashes {
+			eq := subtle.ConstantTimeCompare(h[:], th)
+			match |= eq
+			which = subtle.ConstantTimeSelect(eq, i, which)
 		}
 		if !ok || match != 1 {
 			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
@@ -174,7 +177,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		// Each token owns its sessions: a session_id names a different
 		// session for each client, over /v1/run, DELETE /v1/sessions and
 		// /mcp alike. The owner is a digest, never the token itself.
-		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), hex.EncodeToString(h[:16]))))
+		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), s.tokenOwners[which])))
 	})
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -182,6 +183,9 @@ type Server struct {
 	spool       *spoolGate // nil without a bounded spool
 	log         *slog.Logger
 	tokenHashes [][]byte
+	// tokenOwners are the session owners of the tokens, in their order:
+	// the first half of each digest, in hex.
+	tokenOwners []string
 	hosts       httpguard.Hosts
 	maxBody     int64
 	grace       time.Duration
@@ -240,6 +244,7 @@ func New(opts Options) (*Server, error) {
 		if tok != "" {
 			h := sha256.Sum256([]byte(tok))
 			s.tokenHashes = append(s.tokenHashes, h[:])
+			s.tokenOwners = append(s.tokenOwners, hex.EncodeToString(h[:16]))
 		}
 	}
 	if s.maxBody <= 0 {

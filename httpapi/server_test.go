@@ -315,3 +315,30 @@ func FuzzRunDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestCountsByRouteAndCode checks the request counter of each
+// route and status code, which the middleware keeps once made: the same
+// code on two routes, and two codes on one route, are counted apart, and
+// every request is counted.
+func TestRequestCountsByRouteAndCode(t *testing.T) {
+	s, _ := newTestServer(t, nil)
+	for range 3 {
+		do(t, s, "GET", "/health", "", nil)
+		do(t, s, "GET", "/openapi.yaml", "", nil)
+	}
+	for range 2 {
+		do(t, s, "POST", "/health", "", nil)
+		do(t, s, "GET", "/no/such/path", "", nil)
+	}
+	body := do(t, s, "GET", "/metrics", "", nil).Body.String()
+	for _, want := range []string{
+		`coderunner_http_requests_total{code="200",route="/health"} 3`,
+		`coderunner_http_requests_total{code="200",route="/openapi.yaml"} 3`,
+		`coderunner_http_requests_total{code="405",route="/health"} 2`,
+		`coderunner_http_requests_total{code="404",route="other"} 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

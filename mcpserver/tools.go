@@ -343,7 +343,7 @@ func structured(v any, summary string, isError bool) (*mcp.CallToolResult, error
 	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: summary + "\n" + string(data)}},
-		StructuredContent: json.RawMessage(data),
+		StructuredContent: encodedJSON(data),
 		IsError:           isError,
 	}, nil
 }

@@ -20,8 +20,8 @@ import (
 const apiChildEnv = "MCPBENCH_API_CHILD"
 
 // apiChild reads one line per call on stdin, runs the Python print
-// through the Go API, and answers "ok" or the error on one line. It ends
-// at EOF.
+// through the Go API, and answers "ok" and the program's wall time in
+// seconds, or the error, on one line. It ends at EOF.
 func apiChild(warm int) error {
 	ctx := context.Background()
 	cr, err := coderunner.New(ctx, coderunner.Options{Warm: warm})
@@ -36,8 +36,10 @@ func apiChild(warm int) error {
 		if err == nil {
 			err = check(res)
 		}
-		answer := "ok"
-		if err != nil {
+		var answer string
+		if err == nil {
+			answer = "ok " + strconv.FormatFloat(res.ExecutionTime, 'f', -1, 64)
+		} else {
 			answer = strings.ReplaceAll(err.Error(), "\n", " ")
 		}
 		if _, err := fmt.Fprintln(out, answer); err != nil {
@@ -70,7 +72,7 @@ func startAPIChild(warm int) (*apiProcess, error) {
 	return &apiProcess{proc: proc, out: bufio.NewReader(proc.out)}, nil
 }
 
-func (p *apiProcess) call(context.Context) error {
+func (p *apiProcess) call(ctx context.Context) error {
 	if _, err := io.WriteString(p.proc.in, "\n"); err != nil {
 		return err
 	}
@@ -78,9 +80,16 @@ func (p *apiProcess) call(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the Go API process: %w", err)
 	}
-	if line = strings.TrimSpace(line); line != "ok" {
+	line = strings.TrimSpace(line)
+	wall, ok := strings.CutPrefix(line, "ok ")
+	if !ok {
 		return errors.New(line)
 	}
+	secs, err := strconv.ParseFloat(wall, 64)
+	if err != nil {
+		return fmt.Errorf("the Go API process: %q: %w", line, err)
+	}
+	reportWall(ctx, secs)
 	return nil
 }
 

@@ -28,8 +28,14 @@
 // check the answer) and nothing else: beside the Go API they show what
 // the server adds, and beside the SDK's client what that client adds.
 //
-// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-warm 1] [-gogc 400] [-modes REGEXP] [-cpuprofile FILE]
+// Usage: mcpbench [-n 200] [-bin bin/coderunner] [-before BIN] [-warm 1] [-gogc 400] [-modes REGEXP] [-cpuprofile FILE]
 //
+// -before adds the serve of another build, an earlier one, with both
+// clients, so that a change is measured before and after in one run.
+// Besides each call's time, the report gives its time outside the
+// program: the call less the program's wall time its result reports,
+// which leaves out the Python run's own variation, milliseconds on a
+// busy machine.
 // -modes keeps the modes whose name matches REGEXP, and the two Go API
 // modes, the baselines; GODEBUG and GOGC, when set, are passed to the
 // subprocesses. -cpuprofile writes a CPU profile of the benchmark's
@@ -41,6 +47,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -97,6 +104,7 @@ func main() {
 	gogc := flag.Int("gogc", 400, "GOGC of this process, as coderunner mcp sets it for itself")
 	only := flag.String("modes", "", "a regular expression: run only the modes whose name matches it, and the Go API baselines")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process (the clients, the servers in it) over the measured calls to this file")
+	before := flag.String("before", "", "another coderunner binary (an earlier build) whose serve is measured beside -bin's, in the same run")
 	flag.Parse()
 	keep, err := regexp.Compile(*only)
 	if err != nil {
@@ -106,7 +114,7 @@ func main() {
 	if *n < 10 || *n > 100000 {
 		fatal(errors.New("-n must be between 10 and 100000"))
 	}
-	if err := run(*n, *bin, *warm, keep, *profile); err != nil {
+	if err := run(*n, *bin, *before, *warm, keep, *profile); err != nil {
 		fatal(err)
 	}
 }
@@ -125,13 +133,18 @@ type mode struct {
 	// of a call outside it is what MCP adds, before and after the run.
 	timed     *timingRunner
 	pre, post []time.Duration
+	// outside is each call's time less the program's wall time that its
+	// result reports (execution_time), for the modes whose results carry
+	// it: what is left of the Python run's own variation is its rounding
+	// to the millisecond.
+	outside []time.Duration
 	// noop marks the modes whose executor answers at once: their CPU
 	// time per call is the protocol's, client and server.
 	noop bool
 	cpu  time.Duration // per call, from a run of its own
 }
 
-func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error {
+func run(n int, bin, before string, warm int, keep *regexp.Regexp, profile string) error {
 	ctx := context.Background()
 	cfg, err := config.Load("", os.LookupEnv)
 	if err != nil {
@@ -179,6 +192,7 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 		return err
 	}
 	defer stopLines()
+	args := map[string]any{"language": "python", "code": code}
 	serveSession, serveURL, stopServe, err := startServe(ctx, bin)
 	if err != nil {
 		return err
@@ -189,6 +203,24 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 		return err
 	}
 	defer rawServe.close()
+	var beforeModes []*mode
+	if before != "" {
+		// The same two clients on the earlier build's serve.
+		session, url, stop, err := startServe(ctx, before)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		raw, err := openRaw(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer raw.close()
+		beforeModes = []*mode{
+			{name: "MCP HTTP (serve subprocess, -before)", call: func(ctx context.Context) error { return callTool(ctx, session, args) }},
+			{name: "MCP HTTP, plain client (serve subprocess, -before)", call: raw.call},
+		}
+	}
 	stdioRaw, err := startRawStdio(bin)
 	if err != nil {
 		return err
@@ -246,13 +278,13 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 	}
 	defer floor.close()
 
-	args := map[string]any{"language": "python", "code": code}
 	modes := []*mode{
 		{name: apiInProcess, call: func(ctx context.Context) error {
 			res, err := cr.ExecuteCode(ctx, "python", code)
 			if err != nil {
 				return err
 			}
+			reportWall(ctx, res.ExecutionTime)
 			return check(res)
 		}},
 		{name: apiSubprocess, call: apiProc.call},
@@ -272,9 +304,20 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 		{name: "no-op HTTP, plain client", noop: true, call: noopRaw.call},
 		{name: "HTTP round trip alone, plain client", noop: true, call: floor.call},
 	}
+	modes = append(modes, beforeModes...)
 	modes = slices.DeleteFunc(modes, func(m *mode) bool {
 		return m.name != apiInProcess && m.name != apiSubprocess && !keep.MatchString(m.name)
 	})
+	// The Go API in this process is the baseline of the servers in this
+	// process only. Without them it is left out, so that this process, the
+	// client of the servers in processes of their own, runs no sandboxes,
+	// as an MCP client does not: after each sandboxed run the pool starts
+	// the next sandbox with a fork, and every page of the process then
+	// written takes a copy-on-write fault, which would be counted as the
+	// client's time.
+	if !slices.ContainsFunc(modes, func(m *mode) bool { return m.timed != nil }) {
+		modes = slices.DeleteFunc(modes, func(m *mode) bool { return m.name == apiInProcess })
+	}
 	// Warm up every path (toolchain discovery, connections, warm pools).
 	for range 10 {
 		for _, m := range modes {
@@ -303,12 +346,17 @@ func run(n int, bin string, warm int, keep *regexp.Regexp, profile string) error
 	for range n {
 		for _, j := range rng.Perm(len(modes)) {
 			m := modes[j]
+			wall := -1.0
+			callCtx := context.WithValue(ctx, wallKey{}, &wall)
 			start := time.Now()
-			if err := m.call(ctx); err != nil {
+			if err := m.call(callCtx); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 			end := time.Now()
 			m.times = append(m.times, end.Sub(start))
+			if wall >= 0 {
+				m.outside = append(m.outside, end.Sub(start)-time.Duration(wall*float64(time.Second)))
+			}
 			if m.timed != nil {
 				m.pre = append(m.pre, m.timed.start.Sub(start))
 				m.post = append(m.post, end.Sub(m.timed.end))
@@ -368,7 +416,38 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, args map[string]any) e
 	if r["status"] != string(execute.StatusSuccess) || r["stdout"] != "hello\n" {
 		return fmt.Errorf("unexpected result: %v %q", r["status"], r["stdout"])
 	}
+	if wall, ok := r["execution_time"].(float64); ok {
+		reportWall(ctx, wall)
+	}
 	return nil
+}
+
+// wallKey is the context key of where a call reports its program's wall
+// time, in seconds.
+type wallKey struct{}
+
+// reportWall records the program's wall time of the call ctx is of.
+func reportWall(ctx context.Context, seconds float64) {
+	if p, ok := ctx.Value(wallKey{}).(*float64); ok {
+		*p = seconds
+	}
+}
+
+// executionTime is the execution_time of a result in JSON, -1 without one.
+func executionTime(data []byte) float64 {
+	_, rest, ok := bytes.Cut(data, []byte(`"execution_time":`))
+	if !ok {
+		return -1
+	}
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(string(rest[:end]), 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // serveHTTP serves h on a loopback port and connects a client to it.
@@ -605,6 +684,29 @@ func report(w io.Writer, n, warm int, modes []*mode) {
 			paired, paired95 = ms(p), ms(q)
 		}
 		fmt.Fprintf(w, "%-52s %s %s %s %14s %14s %14s %14s\n", m.name, ms(p50), ms(p95), ms(mean), d50, d95, paired, paired95)
+	}
+	// The program's own time, which varies most, left out of each call.
+	fmt.Fprintf(w, "\ntime outside the program (each call less the execution_time its result reports, rounded to 1 ms):\n")
+	fmt.Fprintf(w, "%-52s %11s %11s %14s %14s\n", "mode", "p50", "p95", "p50 - API", "p95 - API")
+	for _, m := range modes {
+		if len(m.outside) != len(m.times) {
+			continue
+		}
+		p50, p95, _ := stats(m.outside)
+		var base *mode
+		switch {
+		case m.name == apiInProcess || m.name == apiSubprocess:
+		case m.timed != nil:
+			base = api
+		case strings.Contains(m.name, "subprocess"):
+			base = sub
+		}
+		d50, d95 := "", ""
+		if base != nil && len(base.outside) == len(base.times) {
+			b50, b95, _ := stats(base.outside)
+			d50, d95 = ms(p50-b50), ms(p95-b95)
+		}
+		fmt.Fprintf(w, "%-52s %s %s %14s %14s\n", m.name, ms(p50), ms(p95), d50, d95)
 	}
 	// The differences above carry the noise of two sandboxed runs; the
 	// time a call spends outside its executor carries none of it.

@@ -124,6 +124,9 @@ func (c *rawClient) post(ctx context.Context, body string) (http.Header, error) 
 	if strings.HasPrefix(body, `{"jsonrpc":"2.0","id":2`) && !bytes.Contains(data, []byte(`hello\n`)) {
 		return nil, fmt.Errorf("unexpected response %s", data)
 	}
+	if wall := executionTime(data); wall >= 0 {
+		reportWall(ctx, wall)
+	}
 	return resp.Header, nil
 }
 
@@ -203,7 +206,7 @@ func (c *rawStdio) exchange(msg string, answered bool) ([]byte, error) {
 	return line, nil
 }
 
-func (c *rawStdio) call(context.Context) error {
+func (c *rawStdio) call(ctx context.Context) error {
 	c.id++
 	msg := strings.Replace(rawCall, `"id":2`, `"id":`+strconv.Itoa(c.id), 1)
 	line, err := c.exchange(msg, true)
@@ -212,6 +215,9 @@ func (c *rawStdio) call(context.Context) error {
 	}
 	if !bytes.Contains(line, []byte(`"id":`+strconv.Itoa(c.id)+`,`)) || !bytes.Contains(line, []byte(`hello\n`)) {
 		return fmt.Errorf("unexpected response %s", line)
+	}
+	if wall := executionTime(line); wall >= 0 {
+		reportWall(ctx, wall)
 	}
 	return nil
 }
