@@ -85,6 +85,21 @@ func TestReuseHidesTheEarlierRequest(t *testing.T) {
 			reused: ptr(true),
 		},
 		{
+			name:  "how many files were made (inode numbers)",
+			leave: []string{"/bin/sh", "-c", "for d in /tmp /workspace; do i=0; while [ $i -lt 40 ]; do : > $d/f$i; i=$((i+1)); done; rm $d/f*; done"},
+			look:  []string{"/bin/sh", "-c", "for d in /tmp /workspace; do : > $d/mine; stat -c %i $d/mine; done"},
+			check: func(t *testing.T, res *sandbox.Result) {
+				// The same program in a sandbox of its own.
+				fresh := newBackendWith(t, native.Options{PerRequest: true})
+				want := reuseRun(t, fresh, nil, "/bin/sh", "-c", "for d in /tmp /workspace; do : > $d/mine; stat -c %i $d/mine; done")
+				if string(res.Stdout) != string(want.Stdout) {
+					t.Errorf("the second request's files have inode numbers %q, in a new sandbox %q: they tell how many files the first made",
+						res.Stdout, want.Stdout)
+				}
+			},
+			reused: ptr(true),
+		},
+		{
 			name:  "processes left running",
 			leave: []string{"/bin/sh", "-c", "sleep 60 & (setsid sleep 61 &) ; exit 0"},
 			look:  []string{python, "-c", "import os\nfor p in os.listdir('/proc'):\n  if p.isdigit():\n    try: print(p, open('/proc/'+p+'/comm').read().strip())\n    except OSError: pass"},

@@ -433,7 +433,15 @@ func (r *run) phase(sp *started) []byte {
 	// The scratch mounts are recorded for the next run before a host
 	// workspace goes over /workspace.
 	if r.series != nil {
-		w.op(nsinit.OpKeep,
+		// The next run of the backend's own series may be another
+		// request's: it gets /tmp and /workspace mounted anew, since an
+		// emptied tmpfs still numbers its inodes on from where this run
+		// left it.
+		keep := nsinit.OpKeep
+		if r.series.requests {
+			keep = nsinit.OpKeepFresh
+		}
+		w.op(keep,
 			sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1),
 			sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, r.b.innerUID))
 	}

@@ -35,10 +35,12 @@ const maxKept = 16
 // socket in its network namespace (even a TCP connection in TIME_WAIT)
 // is not kept. The backend's own series, which every Run goes through
 // unless Options.PerRequest, keeps sandboxes from one request's run to
-// another's; its runs are also measured apart from what earlier runs
-// left charged to the cgroup, and a sandbox holding more than keepDrift
-// of it (a file's pages a run read into the cache, memory the kernel
-// frees later) is not reused.
+// another's: its runs get /tmp and /workspace mounted anew, not emptied
+// (a tmpfs numbers its inodes on from where an earlier run left it, which
+// tells how many files that run made), and are measured apart from what
+// earlier runs left charged to the cgroup; a sandbox holding more than
+// keepDrift of it (a file's pages a run read into the cache, memory the
+// kernel frees later) is not reused.
 // Runs that bind a host workspace (where its mount cannot be attached) or
 // a writable mount, and backends without cgroups, get a new sandbox each
 // time.

@@ -176,6 +176,9 @@ struct exec_plan {
 	// looked like before the program ran.
 	const struct op *keep;
 	struct stat scratch[MAX_SCRATCH];
+	// fresh is set for OP_KEEP_FRESH: the scratch mounts are mounted anew
+	// after every run.
+	int fresh;
 };
 
 #pragma GCC visibility push(hidden)
@@ -204,7 +207,7 @@ void loopback_up(void);
 void pivot(struct config *c);
 void seal(struct config *c);
 void open_sources(struct config *c);
-void reset_scratch(const struct exec_plan *plan);
+int reset_scratch(const struct exec_plan *plan);
 void detach_workspace(struct config *c);
 int network_clean(void);
 

@@ -623,8 +623,9 @@ static int is_empty(int dirfd)
 // reset_scratch makes each scratch mount of a kept sandbox what it was
 // before the run: a run that left a few files costs their removal; one
 // that left more, changed the mount's root (its mode, owner or extended
-// attributes) or anything that cannot be removed costs a new tmpfs.
-void reset_scratch(const struct exec_plan *plan)
+// attributes) or anything that cannot be removed costs a new tmpfs, as
+// does every run with OP_KEEP_FRESH. It returns -1 if a mount fails.
+int reset_scratch(const struct exec_plan *plan)
 {
 	const struct op *o = plan->keep;
 	for (uint32_t i = 0; i < o->argc; i += 2) {
@@ -632,7 +633,7 @@ void reset_scratch(const struct exec_plan *plan)
 		const struct stat *want = &plan->scratch[i / 2];
 		struct stat st;
 		int budget = 256;
-		int fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = plan->fresh ? -1 : open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int clean = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino &&
 			    st.st_mode == want->st_mode && st.st_uid == want->st_uid && st.st_gid == want->st_gid &&
 			    flistxattr(fd, NULL, 0) == 0 && clear_dir(fd, 8, &budget) == 0 && is_empty(fd);
@@ -640,9 +641,8 @@ void reset_scratch(const struct exec_plan *plan)
 			close(fd);
 		if (clean)
 			continue;
-		if (umount2(dst, 0) < 0 && (errno != EBUSY || umount2(dst, MNT_DETACH) < 0))
-			fail("unmount scratch %.256s", dst);
-		if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-			fail("mount scratch %.256s", dst);
+		if (umount2(dst, MNT_DETACH) < 0 || mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			return -1;
 	}
+	return 0;
 }

@@ -33,6 +33,7 @@ static int allowed_later(uint32_t op)
 	case OP_ENV:
 	case OP_STDIN_NULL:
 	case OP_KEEP:
+	case OP_KEEP_FRESH:
 	case OP_ATTACH:
 		return 1;
 	}
@@ -187,7 +188,9 @@ static void apply(struct config *c, struct exec_plan *plan)
 			plan->stdin_null = 1;
 			break;
 		case OP_KEEP:
+		case OP_KEEP_FRESH:
 			keep(c, plan, o);
+			plan->fresh = o->code == OP_KEEP_FRESH;
 			break;
 		default:
 			errno = 0;
@@ -309,8 +312,14 @@ static void __attribute__((noreturn)) run(void)
 			report("X %d last\n", ws);
 			_exit(0);
 		}
-		reset_scratch(&plan);
 		report("X %d\n", ws);
+		// The scratch mounts are made ready for the next run while the
+		// backend takes this one's result in: the next run's phase is
+		// read only once they are. If that fails the init ends without
+		// a word (a report now would be taken for the next run's); the
+		// backend finds the sandbox gone and starts another.
+		if (reset_scratch(&plan) < 0)
+			_exit(0);
 		// The run's init is about to exit (its namespaces are being
 		// torn down): it is reaped as soon as it has, while the sandbox
 		// waits for its next run.

@@ -44,6 +44,7 @@ const (
 	OpUsernsMax = C.OP_USERNS_MAX
 	OpAttach    = C.OP_ATTACH
 	OpGiven     = C.OP_GIVEN
+	OpKeepFresh = C.OP_KEEP_FRESH
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

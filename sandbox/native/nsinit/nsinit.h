@@ -62,6 +62,10 @@ enum nsinit_op {
 			    second phase on dst */
 	OP_GIVEN = 24,	    /* path: the bind source path is the next descriptor
 			    that came with the first phase */
+	OP_KEEP_FRESH = 25, /* (dst, options)...: as OP_KEEP, but each dst is
+			    mounted anew after every run, never emptied: the
+			    next run (another request's) cannot tell even how
+			    many inodes the tmpfs numbered before */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"
