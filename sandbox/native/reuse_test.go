@@ -153,9 +153,11 @@ print("mq_open", libc.mq_open(b"/left", os.O_RDONLY))`},
 			name:        "a host workspace and its mount",
 			leave:       []string{"/bin/sh", "-c", "echo mine > /workspace/left-file"},
 			mutateLeave: func(s *sandbox.Spec) { s.Workspace = cappedDir(t) },
-			look:        []string{"/bin/sh", "-c", "ls -A /workspace; grep -c ' /workspace ' /proc/self/mountinfo"},
+			look:        []string{"/bin/sh", "-c", "ls -A /workspace; grep -c ' /workspace ' /proc/self/mountinfo; : > /workspace/mine; stat -c %i /workspace/mine"},
 			check: func(t *testing.T, res *sandbox.Result) {
-				if string(res.Stdout) != "1\n" {
+				// The sandbox's own /workspace, which the first request's
+				// covered, as new: its first file is inode 2.
+				if string(res.Stdout) != "1\n2\n" {
 					t.Errorf("the second request sees the first's workspace or its mount:\n%s", res.Stdout)
 				}
 			},
@@ -240,6 +242,29 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(b"\0left-socket"); 
 			reused: ptr(false),
 		},
 		{
+			name: "network counters",
+			leave: []string{python, "-c", `import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b"x", ("127.0.0.1", 9))
+try:
+    u.sendto(b"x", ("192.0.2.1", 9))
+except OSError:
+    pass
+u.close()
+v = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+v.sendto(b"x", ("::1", 9))
+v.close()`},
+			look: []string{"/bin/sh", "-c", counterLook},
+			check: func(t *testing.T, res *sandbox.Result) {
+				fresh := newBackendWith(t, native.Options{PerRequest: true})
+				want := reuseRun(t, fresh, nil, "/bin/sh", "-c", counterLook)
+				if string(res.Stdout) != string(want.Stdout) {
+					t.Errorf("the second request's network counters:\n%s\nin a new sandbox:\n%s", res.Stdout, want.Stdout)
+				}
+			},
+			reused: ptr(false),
+		},
+		{
 			name:  "kernel keyrings",
 			leave: []string{python, "-c", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.syscall(248, b'user', b'left-key', b'secret', 6, -4))"},
 			look:  []string{"/bin/sh", "-c", "cat /proc/keys 2>/dev/null; echo end"},
@@ -274,6 +299,10 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(b"\0left-socket"); 
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// counterLook prints the network namespace's counters a run may move: the
+// loopback interface's, and the IPv4 and IPv6 statistics.
+const counterLook = "cat /proc/self/net/dev /proc/self/net/snmp /proc/self/net/snmp6"
 
 // TestPerRequestNeverReuses runs the same program again and again with
 // Options.PerRequest: no run is served by another's sandbox.

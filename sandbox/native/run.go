@@ -1,6 +1,7 @@
 package native
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -188,7 +189,7 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	sup := watch.NewSupervisor(cfg)
 	sup.Drain(sp.stdout, sp.stderr)
 	go func() {
-		line, _ := readLine(sp.status, 4096)
+		line, _ := sp.readReport()
 		p.status <- line
 	}()
 
@@ -216,9 +217,9 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	// Either way the teardown can then finish after the result is out.
 	r.detach = s.Workspace == "" || bytes.HasPrefix(p.msg, []byte("X "))
 	// A sandbox whose program ended by itself, within its memory, has
-	// cleaned up after it, and can serve the series again, unless its
-	// init found the network namespace not clean and ended ("last").
-	r.keep = p.ended && !res.MemoryExceeded && !bytes.HasSuffix(bytes.TrimSpace(p.msg), []byte(" last"))
+	// cleaned up after it, and can serve the series again once its init
+	// says it is ready (readied).
+	r.keep = p.ended && !res.MemoryExceeded
 	return res, nil
 }
 
@@ -234,9 +235,7 @@ type program struct {
 	msg      []byte
 	reported bool
 	// ended is set when the init, kept for a series, reported the end
-	// itself: it killed everything else and lives on (unless its report
-	// ends with "last": it found a socket left in the network namespace,
-	// and ends too).
+	// itself: it killed everything else and lives on.
 	ended bool
 	// state is the init's exit, once waited for.
 	state *os.ProcessState
@@ -314,8 +313,7 @@ func (p *program) Exit(_ *sandbox.Result, reason watch.Reason) (watch.Exit, erro
 	line := strings.TrimSpace(string(p.msg))
 	switch {
 	case strings.HasPrefix(line, "X "):
-		status, _ := strings.CutSuffix(line[2:], " last")
-		n, err := strconv.Atoi(status)
+		n, err := strconv.Atoi(line[2:])
 		if err != nil {
 			return watch.Exit{}, fmt.Errorf("%w: malformed report from sandbox init: %q", sandbox.ErrSetup, line)
 		}
@@ -344,19 +342,19 @@ func (p *program) Exit(_ *sandbox.Result, reason watch.Reason) (watch.Exit, erro
 	}}, nil
 }
 
-// readLine reads the init's one-line report: it returns as soon as the
-// line is complete, without waiting for the init to exit.
-func readLine(f *os.File, limit int) ([]byte, error) {
-	var buf bytes.Buffer
-	chunk := make([]byte, 512)
-	for buf.Len() < limit {
-		n, err := f.Read(chunk)
-		buf.Write(chunk[:n])
-		if bytes.IndexByte(chunk[:n], '\n') >= 0 || err != nil {
-			return buf.Bytes(), err
-		}
+// reportSize bounds a line of the init's reports.
+const reportSize = 4096
+
+// readReport reads one line of the init's reports: it returns as soon as
+// the line is complete, without waiting for the init to exit, and leaves
+// what follows (a kept sandbox's "R") for the next read. A line longer
+// than reportSize is cut there.
+func (s *started) readReport() ([]byte, error) {
+	line, err := s.reports.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		err = nil
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(line), err
 }
 
 // plan encodes the second phase of the setup: what is particular to this

@@ -211,7 +211,7 @@ func (r *run) acquire() (*started, error) {
 				r.b.reusedRuns.Add(1)
 				return sp, nil
 			}
-			if !errors.Is(err, errDrifted) {
+			if !errors.Is(err, errDrifted) && !errors.Is(err, errNotReady) {
 				r.b.log.Warn("unable to reuse a kept sandbox", "run", r.id, "error", err)
 			}
 			r.series.release(sp)
@@ -239,6 +239,9 @@ var errDrifted = errors.New("a kept sandbox holds memory its runs left charged")
 // reuse sets a kept sandbox's cgroup for the run: its limits, a peak
 // memory of its own, and the counters the run's usage is measured from.
 func (r *run) reuse(sp *started) error {
+	if err := sp.readied(); err != nil {
+		return err
+	}
 	lim := r.spec.Limits
 	r.b.recent.Store(&lim)
 	if want := cgroupLimits(lim); sp.limits != want {

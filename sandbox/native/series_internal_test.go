@@ -48,6 +48,9 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 				t.Fatalf("%d sandboxes kept, want 1", len(ser.idle))
 			}
 			sp := ser.idle[0].sp
+			if err := sp.readied(); err != nil {
+				t.Fatal(err)
+			}
 			var w setup
 			tt.op(&w)
 			w.op(nsinit.OpUser, "1000", "1000")
@@ -60,7 +63,7 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 			if err := sp.sendRun(frame(w.buf), nil); err != nil {
 				t.Fatal(err)
 			}
-			line, _ := readLine(sp.status, 4096)
+			line, _ := sp.readReport()
 			if !strings.HasPrefix(string(line), "E ") || !strings.Contains(string(line), tt.want) {
 				t.Fatalf("the init answered %q, want a refusal naming %q", line, tt.want)
 			}

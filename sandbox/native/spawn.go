@@ -1,8 +1,10 @@
 package native
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -58,8 +60,10 @@ type started struct {
 	freeOnce sync.Once
 	// opened are the bind sources the init opened in its first phase.
 	opened map[string]bool
-	// The parent's ends of the init's pipes.
+	// The parent's ends of the init's pipes; reports reads status, which
+	// carries a line per report (see readReport).
 	stdin, stdout, stderr, config, status *os.File
+	reports                               *bufio.Reader
 	// programStreams are the program's ends of the pipes of the next run
 	// of a kept sandbox, until they are sent.
 	programStreams [3]*os.File
@@ -143,6 +147,7 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		limits:  limits,
 		tmpSize: recent.TmpSize, workspaceSize: recent.WorkspaceSize,
 		stdin: parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
+		reports: bufio.NewReaderSize(parent[4], reportSize),
 	}
 	go func() {
 		st, _ := proc.Wait()
@@ -509,6 +514,38 @@ func (s *started) sendWith(phase []byte, files ...*os.File) error {
 		_, err = s.config.Write(phase[sent:])
 	}
 	return err
+}
+
+// readyWait bounds the wait for a kept sandbox's init to say it is ready
+// for another run: it has had the time the previous result took to go
+// out, and needs a fraction of a millisecond.
+const readyWait = 5 * time.Second
+
+// errNotReady is readied's error for a kept sandbox whose init ended
+// instead of making itself ready: its run left something in the network
+// namespace, or a scratch mount could not be made anew.
+var errNotReady = errors.New("the kept sandbox ended instead of making itself ready for another run")
+
+// readied waits for a kept sandbox's init to say that it is ready for
+// another run ("R"): it checks the network namespace and makes the
+// scratch mounts anew after its report, while the result goes out.
+func (s *started) readied() error {
+	if err := s.status.SetReadDeadline(time.Now().Add(readyWait)); err != nil {
+		return err
+	}
+	line, err := s.readReport()
+	if derr := s.status.SetReadDeadline(time.Time{}); err == nil {
+		err = derr
+	}
+	switch {
+	case errors.Is(err, io.EOF) && len(line) == 0:
+		return errNotReady
+	case err != nil:
+		return fmt.Errorf("a kept sandbox did not say it was ready: %w", err)
+	case string(line) != "R\n":
+		return fmt.Errorf("a kept sandbox said %q, not that it was ready", line)
+	}
+	return nil
 }
 
 // alive reports whether the init still waits for its setup.

@@ -207,8 +207,11 @@ void loopback_up(void);
 void pivot(struct config *c);
 void seal(struct config *c);
 void open_sources(struct config *c);
-int reset_scratch(const struct exec_plan *plan);
+int reset_scratch(const struct exec_plan *plan, const char *covered);
 void detach_workspace(struct config *c);
+
+// the network namespace of a kept sandbox (network.c)
+void network_baseline(void);
 int network_clean(void);
 
 // a run: its namespaces, the program's start, what it leaves (program.c)

@@ -202,40 +202,6 @@ void detach_workspace(struct config *c)
 	c->attached = NULL;
 }
 
-// sockstat_clean reports whether every count of a /proc/net/sockstat file
-// of the init's network namespace that tells of sockets (used, inuse,
-// orphan, tw) is zero. The other counts (alloc, mem) are the host's.
-static int sockstat_clean(const char *path)
-{
-	char buf[1024];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0 || n == (ssize_t)sizeof buf - 1)
-		return 0;
-	buf[n] = '\0';
-	static const char *const counts[] = {" used ", " inuse ", " orphan ", " tw "};
-	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-		for (const char *p = strstr(buf, counts[i]); p; p = strstr(p + 1, counts[i])) {
-			const char *v = p + strlen(counts[i]);
-			if (v[0] != '0' || (v[1] != ' ' && v[1] != '\n' && v[1] != '\0'))
-				return 0;
-		}
-	}
-	return 1;
-}
-
-// network_clean reports whether the sandbox's network namespace holds no
-// socket of any kind: nothing a run opened, not a listener, not a TCP
-// connection in TIME_WAIT, not a socket kept alive in flight. A kept
-// sandbox whose namespace is not clean is not given to another run.
-int network_clean(void)
-{
-	return sockstat_clean("/proc/self/net/sockstat") && sockstat_clean("/proc/self/net/sockstat6");
-}
-
 void op_file(const struct config *c, const struct op *o)
 {
 	want_args(o, 5);
@@ -624,12 +590,16 @@ static int is_empty(int dirfd)
 // before the run: a run that left a few files costs their removal; one
 // that left more, changed the mount's root (its mode, owner or extended
 // attributes) or anything that cannot be removed costs a new tmpfs, as
-// does every run with OP_KEEP_FRESH. It returns -1 if a mount fails.
-int reset_scratch(const struct exec_plan *plan)
+// does every run with OP_KEEP_FRESH. A scratch mount that a host
+// workspace covered for the whole run (covered, its path) was out of the
+// run's reach and is left as it is. It returns -1 if a mount fails.
+int reset_scratch(const struct exec_plan *plan, const char *covered)
 {
 	const struct op *o = plan->keep;
 	for (uint32_t i = 0; i < o->argc; i += 2) {
 		const char *dst = o->argv[i].s, *opts = o->argv[i + 1].s;
+		if (covered && strcmp(dst, covered) == 0)
+			continue;
 		const struct stat *want = &plan->scratch[i / 2];
 		struct stat st;
 		int budget = 256;

@@ -262,6 +262,9 @@ static void __attribute__((noreturn)) run(void)
 		fail("config: the first phase has no root");
 	}
 	pivot(&c);
+	// What a kept sandbox's network namespace must look like after each
+	// run: as now, before any.
+	network_baseline();
 	lock_capabilities();
 	plan.null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (plan.null < 0)
@@ -303,23 +306,21 @@ static void __attribute__((noreturn)) run(void)
 		}
 		// A kept sandbox's next run finds empty scratch mounts, new PID,
 		// IPC and mount namespaces (run_program), and the cgroup's
-		// counters reset by the backend. It must also find no socket
-		// in the network namespace: where the run left one (a TCP
-		// connection in TIME_WAIT outlives its process), the sandbox
-		// ends instead, and says so.
+		// counters reset by the backend. The caller's workspace is
+		// detached before the report, which hands it back.
+		const char *covered = c.attached;
 		detach_workspace(&c);
-		if (!network_clean()) {
-			report("X %d last\n", ws);
-			_exit(0);
-		}
 		report("X %d\n", ws);
-		// The scratch mounts are made ready for the next run while the
-		// backend takes this one's result in: the next run's phase is
-		// read only once they are. If that fails the init ends without
-		// a word (a report now would be taken for the next run's); the
-		// backend finds the sandbox gone and starts another.
-		if (reset_scratch(&plan) < 0)
+		// The rest is done while the backend takes the result in. The
+		// next run must find no socket in the network namespace and its
+		// counters as they were before the first run: where this run
+		// left a socket (a TCP connection in TIME_WAIT outlives its
+		// process) or moved a counter, or a scratch mount cannot be
+		// made anew, the sandbox ends. "R" says it is ready: the
+		// backend reads it before it gives the sandbox another run.
+		if (!network_clean() || reset_scratch(&plan, covered) < 0)
 			_exit(0);
+		report("R\n");
 		// The run's init is about to exit (its namespaces are being
 		// torn down): it is reaped as soon as it has, while the sandbox
 		// waits for its next run.

@@ -25,10 +25,11 @@
  *
  * The init writes one line per run to fd 4: "X <wait status>" once the
  * program has ended (and, with OP_KEEP, once nothing of the run is left),
- * "X <wait status> last" when, with OP_KEEP, it found a socket left in the
- * network namespace and exits instead of waiting for another run, or
- * "E <reason>" when the sandbox could not be set up, after which it
- * exits. */
+ * or "E <reason>" when the sandbox could not be set up, after which it
+ * exits. With OP_KEEP, once it has made the sandbox ready for another run
+ * (the network namespace checked, the scratch mounts emptied or mounted
+ * anew) it writes "R"; where it cannot (a socket or a moved counter left
+ * in the network namespace) it exits instead, without a word. */
 #ifndef CODERUNNER_NSINIT_H
 #define CODERUNNER_NSINIT_H
 
