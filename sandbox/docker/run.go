@@ -85,6 +85,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		bx = b.take(key)
 	}
 	if bx == nil {
+		bx = b.takeWarm(s, image, key)
+	}
+	if bx == nil {
 		var err error
 		if bx, err = b.create(ctx, s, image, key); err != nil {
 			if ctx.Err() != nil {
@@ -108,8 +111,13 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	// the caller gets it back, so its container is stopped before Run
 	// returns, and goes.
 	if s.Workspace != "" {
-		if stopErr := b.stop(ctx, bx); stopErr != nil {
+		if stopErr := b.stopRun(ctx, bx); stopErr != nil {
 			res, err = nil, stopErr
+		} else if umErr := b.unmountWorkspace(bx); umErr != nil {
+			// Stopped: nothing runs in it, but the caller's
+			// workspace stays mounted in the pool until the
+			// container goes.
+			b.log.Warn("unable to unmount a workspace from a warm container", "dir", bx.mountDir, "error", umErr)
 		}
 	}
 	b.release(bx, reusable && err == nil && s.Workspace == "")
@@ -137,6 +145,25 @@ func (b *Backend) stop(ctx context.Context, bx *box) error {
 	case err := <-failed:
 		return fmt.Errorf("%w: unable to stop the container of a run in a host workspace: %w", sandbox.ErrSetup, err)
 	}
+}
+
+// stopRun ends everything of bx's run. A warm container serves one run
+// and goes: when its cgroup is readable here, killing every process of
+// the run's user in it, until none is left, is enough, and much faster
+// than stopping the container through the engine. The program's
+// processes cannot change their user (no capabilities,
+// no-new-privileges) nor leave the cgroup (read-only cgroupfs), and a
+// process counts as gone only once it is a zombie, when the kernel has
+// closed its files already.
+func (b *Backend) stopRun(ctx context.Context, bx *box) error {
+	if bx.warm && bx.cg != nil {
+		err := bx.cg.killLeftovers(bx.uid)
+		if err == nil {
+			return nil
+		}
+		b.log.Debug("stopping the container instead", "container", bx.id, "error", err)
+	}
+	return b.stop(ctx, bx)
 }
 
 // usage is one reading of a container's counters.
@@ -202,6 +229,10 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	// env -i: the engine adds HOSTNAME and the image's variables to every
 	// exec; the program gets exactly the spec's environment.
 	argv := append([]string{"/bin/sh", "-c", prelude, "prelude", wipe, files, "/usr/bin/env", "-i"}, s.Env...)
+	if bx.warm {
+		// A fresh container, its workspace ready: nothing to clean.
+		argv = append([]string{"/usr/bin/env", "-i"}, s.Env...)
+	}
 	argv = append(argv, s.Args...)
 	ex, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
 		User: bx.user(), Cmd: argv, WorkingDir: dir,
