@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"strconv"
@@ -241,7 +242,7 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: t, ReadOnly: !m.Writable})
 	}
-	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts); err != nil {
+	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, nil); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -263,9 +264,10 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 }
 
 // launch creates and starts bx's container of image with the security
-// settings, the limits lim, the tmpfs and the bind mounts; on an error
-// nothing of it is left (a container created is discarded).
-func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox.Limits, tmpfs map[string]string, mounts []mount.Mount) error {
+// settings, the limits lim, the tmpfs, the bind mounts and labels beside
+// the backend's; on an error nothing of it is left (a container created
+// is discarded).
+func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox.Limits, tmpfs map[string]string, mounts []mount.Mount, labels map[string]string) error {
 	init := true
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
@@ -282,6 +284,7 @@ func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox
 	}
 	hc.Ulimits = ulimits(lim)
 	cfg := b.keeperConfig(image)
+	maps.Copy(cfg.Labels, labels)
 	// The engine may go on creating a container after the request for it
 	// was cancelled, and its id would then be known to nobody: the
 	// container would stay behind, created and never removed. So the
@@ -488,9 +491,17 @@ func (b *Backend) discard(bx *box) {
 		b.removeMountDir(bx)
 		return
 	}
+	b.mu.Lock()
+	b.gone[bx.id] = true
+	b.mu.Unlock()
 	b.removing.Add(1)
 	go func() {
 		defer b.removing.Done()
+		defer func() {
+			b.mu.Lock()
+			delete(b.gone, bx.id)
+			b.mu.Unlock()
+		}()
 		// Once the container is gone, nothing uses its directory in
 		// the warm pool.
 		defer b.removeMountDir(bx)

@@ -29,6 +29,8 @@ const (
 	labelBackend  = "coderunner.backend"
 	labelInstance = "coderunner.instance"
 	labelPID      = "coderunner.pid"
+	// labelWarm marks a container made for the warm pool.
+	labelWarm = "coderunner.warm"
 )
 
 // Defaults of Options.
@@ -133,10 +135,12 @@ type Backend struct {
 	pullMu sync.Mutex
 	ready  sync.Map // image ref -> true
 
-	mu      sync.Mutex
-	idle    map[string][]*box
-	nIdle   int
-	busy    map[string]*box
+	mu    sync.Mutex
+	idle  map[string][]*box
+	nIdle int
+	busy  map[string]*box
+	// gone are the containers being removed.
+	gone    map[string]bool
 	closing bool
 	// removing counts containers being removed in the background.
 	removing sync.WaitGroup
@@ -168,6 +172,7 @@ func New(opts Options) (*Backend, error) {
 		maxIdle: opts.MaxIdle,
 		idle:    map[string][]*box{},
 		busy:    map[string]*box{},
+		gone:    map[string]bool{},
 		pools:   map[string]*pool{},
 		orphans: map[string]bool{},
 		owner:   processOwner(os.Getpid()),
@@ -413,6 +418,7 @@ func (b *Backend) Leftovers(ctx context.Context) error {
 	for _, bx := range b.warmIdle() {
 		idle[bx.id] = true
 	}
+	gone := maps.Clone(b.gone)
 	busy := len(b.busy)
 	b.mu.Unlock()
 	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
@@ -425,6 +431,10 @@ func (b *Backend) Leftovers(ctx context.Context) error {
 		found = append(found, fmt.Sprintf("%d container(s) still running a program", busy))
 	}
 	for _, c := range list {
+		if !idle[c.ID] && c.Labels[labelWarm] != "" && !gone[c.ID] {
+			// Being made for the warm pool: no run's.
+			continue
+		}
 		if !idle[c.ID] {
 			found = append(found, "container "+c.ID[:12]+" ("+c.State+")")
 			continue

@@ -330,7 +330,7 @@ func (b *Backend) createWarm(ctx context.Context, image string, lim sandbox.Limi
 	}
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: sandbox.WorkspaceDir,
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}}}
-	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts); err != nil {
+	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, map[string]string{labelWarm: "1"}); err != nil {
 		if bx.id == "" {
 			b.removeMountDir(bx)
 		}
