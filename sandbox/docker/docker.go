@@ -357,6 +357,10 @@ func (b *Backend) Close() error {
 		close(b.janitor)
 		b.mu.Lock()
 		b.closing = true
+		for _, p := range b.pools {
+			// Runs waiting for a warm container make their own.
+			p.done()
+		}
 		b.mu.Unlock()
 		if b.stopFill != nil {
 			// The filler puts nothing in the pools once closing is set.

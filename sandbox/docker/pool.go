@@ -71,6 +71,17 @@ type pool struct {
 	idle     []*box
 	creating int
 	used     time.Time
+	// waiting counts the runs waiting for a container being made;
+	// ready is closed (and replaced) when one is done or failed.
+	waiting int
+	ready   chan struct{}
+}
+
+// done tells the runs waiting on p that a container was made, or not;
+// b.mu is held.
+func (p *pool) done() {
+	close(p.ready)
+	p.ready = make(chan struct{})
 }
 
 // poolKey identifies the container settings a warm container cannot
@@ -128,7 +139,12 @@ func closePool(dir string) error {
 // its user chosen, counted busy), or nil when there is none: the run then
 // makes a container of its own. Either way the pool learns s's key and
 // is refilled in the background.
-func (b *Backend) takeWarm(s *sandbox.Spec, image, key string) *box {
+//
+// When the pool is empty but is making more containers than runs are
+// waiting for, the run waits for one: it was started earlier than a
+// container the run would make itself, and a second creation would only
+// slow both down.
+func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key string) *box {
 	if b.warm == 0 {
 		return nil
 	}
@@ -148,20 +164,39 @@ func (b *Backend) takeWarm(s *sandbox.Spec, image, key string) *box {
 		if len(b.pools) >= maxPools {
 			evicted = b.dropOldestPool()
 		}
-		p = &pool{key: pk, image: image}
+		p = &pool{key: pk, image: image, ready: make(chan struct{})}
 		b.pools[pk] = p
 	}
 	p.lim, p.used = s.Limits, time.Now()
-	if n := len(p.idle); n > 0 {
-		bx = p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		b.busy[bx.id] = bx
-		b.warmTaken++
-	}
 	b.mu.Unlock()
 	for _, old := range evicted {
 		b.discard(old)
 	}
+	b.refill()
+	b.mu.Lock()
+	for !b.closing && b.pools[pk] == p {
+		if n := len(p.idle); n > 0 {
+			bx = p.idle[n-1]
+			p.idle = p.idle[:n-1]
+			b.busy[bx.id] = bx
+			b.warmTaken++
+			break
+		}
+		if p.creating <= p.waiting || ctx.Err() != nil {
+			break
+		}
+		p.waiting++
+		ready := p.ready
+		b.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		p.waiting--
+	}
+	b.mu.Unlock()
+	// One taken, or one the filler counted on is gone.
 	b.refill()
 	if bx == nil {
 		return nil
@@ -189,6 +224,7 @@ func (b *Backend) dropOldestPool() []*box {
 		return nil
 	}
 	delete(b.pools, oldest.key)
+	oldest.done()
 	return oldest.idle
 }
 
@@ -277,6 +313,7 @@ func (b *Backend) fill(ctx context.Context) {
 				bx.idleSince = time.Now()
 				p.idle = append(p.idle, bx)
 			}
+			p.done()
 			b.mu.Unlock()
 			if err != nil {
 				if ctx.Err() == nil {

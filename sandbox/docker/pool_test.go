@@ -94,13 +94,10 @@ echo pid $$`
 func TestWarmPool(t *testing.T) {
 	requireWarm(t)
 	b := newBackend(t, docker.Options{Warm: 2})
-	// The first run of a kind teaches the pool; it makes its own.
+	// The first run of a kind teaches the pool.
 	res, err := b.Run(context.Background(), shSpec("true"))
 	if err != nil || res.Status != sandbox.StatusOK {
 		t.Fatalf("first run: %v %+v", err, res)
-	}
-	if got := b.Warm().Taken; got != 0 {
-		t.Fatalf("the first run of its kind took %d warm containers", got)
 	}
 	waitWarm(t, b, 2)
 
@@ -249,6 +246,7 @@ func TestWarmFallsBack(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "prog.sh"), []byte("echo from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	taken := b.Warm().Taken
 	spec := shSpec("sh /opt/prog.sh")
 	spec.Mounts = []sandbox.Mount{{Source: filepath.Join(dir, "prog.sh"), Target: "/opt/prog.sh"}}
 	res, err := b.Run(context.Background(), spec)
@@ -258,7 +256,7 @@ func TestWarmFallsBack(t *testing.T) {
 	if string(res.Stdout) != "from the host\n" {
 		t.Errorf("stdout %q", res.Stdout)
 	}
-	if got := b.Warm().Taken; got != 0 {
+	if got := b.Warm().Taken; got != taken {
 		t.Errorf("a run with a mount of its own took a warm container")
 	}
 }

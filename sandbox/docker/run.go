@@ -85,7 +85,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		bx = b.take(key)
 	}
 	if bx == nil {
-		bx = b.takeWarm(s, image, key)
+		bx = b.takeWarm(ctx, s, image, key)
 	}
 	if bx == nil {
 		var err error
