@@ -18,7 +18,7 @@ n="${1:-300}"
 "$GO" build -o bin/sandboxbench ./tools/sandboxbench
 scripts/start-dockerd.sh
 scripts/build-images.sh core
-bin/sandboxbench -table native,bwrap,docker-per-run -n "$((n / 3 > 10 ? n / 3 : 10))"
+bin/sandboxbench -table native,bwrap,docker-per-run,docker-warm -n "$((n / 3 > 10 ? n / 3 : 10))"
 echo
 bin/sandboxbench -n "$n" -c 1,2
 echo
