@@ -328,16 +328,20 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	if b.reuse {
 		mode = "a container per program, reused for its runs (fresh process, workspace and limits per run; process ids carry on)"
 	}
-	switch {
+	warm := "possible here: serve, mcp and judge keep docker.warm of them for each kind of run"
+	switch err := b.warmPossible(); {
 	case b.warm > 0:
-		mode += fmt.Sprintf(", %d started ahead for each kind of run seen (each serves one run)", b.warm)
+		warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run", b.warm)
 	case b.warmOff != "":
-		mode += "; no warm containers: " + b.warmOff
+		warm = "off: " + b.warmOff
+	case err != nil:
+		warm = "not possible here: " + err.Error()
 	}
 	r.Checks = append(r.Checks,
 		sandbox.Check{Name: "seccomp", OK: true, Detail: "custom profile from the native policy; native ABI only"},
 		sandbox.Check{Name: "user", OK: true, Detail: b.userDetail()},
-		sandbox.Check{Name: "containers", OK: true, Detail: mode})
+		sandbox.Check{Name: "containers", OK: true, Detail: mode},
+		sandbox.Check{Name: "warm containers", OK: true, Detail: warm})
 	probe, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Limits: sandbox.Limits{WallTime: 30 * time.Second}})
 	switch {
 	case err != nil:
@@ -527,14 +531,23 @@ func (b *Backend) freeUser(bx *box) {
 // user is the "uid:gid" bx's programs run as.
 func (bx *box) user() string { return fmt.Sprintf("%d:%d", bx.uid, bx.gid) }
 
+// warmPossible says why warm containers cannot be kept here, or nil.
+func (b *Backend) warmPossible() error {
+	if h := b.cli.DaemonHost(); !strings.HasPrefix(h, "unix://") {
+		return fmt.Errorf("the engine at %s may not be on this machine: its containers cannot mount this machine's workspaces", h)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("mounting workspaces into warm containers needs root")
+	}
+	return nil
+}
+
 // startPool turns the warm pool on, with n containers per pool, its
 // mount points in dir; where it cannot be, the pool stays off, with a
 // warning.
 func (b *Backend) startPool(n int, dir string) {
-	p, err := "", error(nil)
-	if h := b.cli.DaemonHost(); !strings.HasPrefix(h, "unix://") {
-		err = fmt.Errorf("the engine at %s may not be on this machine: its containers cannot mount this machine's workspaces", h)
-	} else {
+	p, err := "", b.warmPossible()
+	if err == nil {
 		p, err = openPool(dir)
 	}
 	if err != nil {
