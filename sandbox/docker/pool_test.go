@@ -306,3 +306,26 @@ func TestWarmOptions(t *testing.T) {
 		t.Errorf("docker.warm's bound %d, the backend's %d", config.MaxDockerWarm, docker.MaxWarm)
 	}
 }
+
+// TestWarmExitIsTheProgramsOwn: a warm container runs no prelude, so a
+// program that exits as a failed prelude would is judged as any other,
+// not turned into a setup error.
+func TestWarmExitIsTheProgramsOwn(t *testing.T) {
+	requireWarm(t)
+	b := newBackend(t, docker.Options{Warm: 1})
+	if _, err := b.Run(context.Background(), shSpec("true")); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, 1)
+	before := b.Warm().Taken
+	res, err := b.Run(context.Background(), shSpec("echo 'coderunner-prelude: made up' >&2; exit 120"))
+	if err != nil {
+		t.Fatalf("a program's own exit became an error: %v", err)
+	}
+	if b.Warm().Taken != before+1 {
+		t.Fatal("the run did not take a warm container")
+	}
+	if res.ExitCode != 120 || res.Status == sandbox.StatusOK {
+		t.Errorf("exit %d status %s, want the program's exit 120", res.ExitCode, res.Status)
+	}
+}

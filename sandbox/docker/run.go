@@ -426,7 +426,9 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
 	code, sig := watch.DecodeExit(p.exitCode)
-	if p.exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
+	if !p.bx.warm && p.exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
+		// A warm container runs no prelude: there, the same exit is
+		// the program's own.
 		p.bx.runs++
 		return watch.Exit{}, fmt.Errorf("%w: %s", errPrelude, strings.TrimSpace(string(res.Stderr)))
 	}
