@@ -423,6 +423,11 @@ func (b *Backend) release(bx *box, reusable bool) {
 	b.mu.Unlock()
 	if !reusable || closing || !b.reuse || bx.warm {
 		b.discard(bx)
+		if bx.warm && !closing {
+			// Its replacement is made once the run is over, not while
+			// it runs: the engine starts the program sooner.
+			b.refill()
+		}
 		return
 	}
 	if bx.cg != nil {

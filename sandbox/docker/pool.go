@@ -165,11 +165,14 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		b.pools[pk] = p
 	}
 	p.lim, p.used = s.Limits, time.Now()
+	empty := len(p.idle) == 0
 	b.mu.Unlock()
 	for _, old := range evicted {
 		b.discard(old)
 	}
-	b.refill()
+	if empty {
+		b.refill()
+	}
 	b.mu.Lock()
 	for !b.closing && b.pools[pk] == p {
 		if n := len(p.idle); n > 0 {
@@ -193,9 +196,10 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		p.waiting--
 	}
 	b.mu.Unlock()
-	// One taken, or one the filler counted on is gone.
-	b.refill()
 	if bx == nil {
+		// None to take, or the one the filler was making for this run
+		// failed.
+		b.refill()
 		return nil
 	}
 	bx.key = key

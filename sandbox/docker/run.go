@@ -38,9 +38,10 @@ const (
 	// statsPause bounds the pause between two readings of the engine's
 	// counters: on a reused container they are the run's memory peak.
 	statsPause = 100 * time.Millisecond
-	// maxPoll is the longest pause between two looks at the program's
-	// state while its output is still open.
-	maxPoll = 50 * time.Millisecond
+	// firstPoll and maxPoll are the first and the longest pause between
+	// two looks at the program's state while its output is still open.
+	firstPoll = 20 * time.Millisecond
+	maxPoll   = 50 * time.Millisecond
 )
 
 // Run executes spec in a container. See sandbox.Backend. An engine that
@@ -319,9 +320,13 @@ type program struct {
 func (p *program) Wait(quit <-chan struct{}) error {
 	streamsDone := p.streams
 	p.streamsOpen = true
-	poll := time.NewTimer(time.Millisecond)
+	// While the output is open its end tells of the program's, mostly:
+	// the engine is asked only now and then, for a program that left
+	// something holding its output, and is not kept busy while it
+	// starts the program.
+	poll := time.NewTimer(firstPoll)
 	defer poll.Stop()
-	delay := time.Millisecond
+	delay := firstPoll
 	var linger <-chan time.Time
 	var lingerTaken int64 // output taken when linger was armed
 	for {
