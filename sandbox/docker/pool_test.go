@@ -329,3 +329,43 @@ func TestWarmExitIsTheProgramsOwn(t *testing.T) {
 		t.Errorf("exit %d status %s, want the program's exit 120", res.ExitCode, res.Status)
 	}
 }
+
+// TestWarmSweepsDeadPools: a process killed with its pool left the
+// pool's tmpfs mounted, a workspace still mounted in it; a new backend
+// removes both (its containers are the janitor's, by their labels).
+func TestWarmSweepsDeadPools(t *testing.T) {
+	requireWarm(t)
+	parent := t.TempDir()
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(parent, "coderunner-docker-pool-"+strconv.Itoa(dead.Process.Pid)+"-x")
+	if err := os.Mkdir(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := capws.Mount(old, 1<<20, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(old, "c1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := capws.Mount(filepath.Join(old, "c1"), 1<<20, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = (&capws.Dir{Path: old}).Remove() })
+	b := newBackend(t, docker.Options{Warm: 1, TempDir: parent})
+	if _, err := os.Lstat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead process's pool is still there: %v", err)
+	}
+	// This backend's own pool is in parent, and runs.
+	if _, err := b.Run(context.Background(), shSpec("true")); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, 1)
+	runWarm(t, b, shSpec("true"))
+	mine, _ := filepath.Glob(filepath.Join(parent, "coderunner-docker-pool-"+strconv.Itoa(os.Getpid())+"-*"))
+	if len(mine) != 1 {
+		t.Errorf("pools of this process in %s: %v, want one", parent, mine)
+	}
+}
