@@ -393,6 +393,21 @@ func (b *Backend) removeMountDir(bx *box) {
 	bx.mountDir = ""
 }
 
+// flushWarm removes every idle warm container, and makes new ones.
+func (b *Backend) flushWarm() {
+	b.mu.Lock()
+	var all []*box
+	for _, p := range b.pools {
+		all = append(all, p.idle...)
+		p.idle = nil
+	}
+	b.mu.Unlock()
+	for _, bx := range all {
+		b.discard(bx)
+	}
+	b.refill()
+}
+
 // warmIdle lists the idle warm containers; b.mu is held.
 func (b *Backend) warmIdle() []*box {
 	var all []*box

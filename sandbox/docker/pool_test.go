@@ -369,3 +369,64 @@ func TestWarmSweepsDeadPools(t *testing.T) {
 		t.Errorf("pools of this process in %s: %v, want one", parent, mine)
 	}
 }
+
+// TestWarmContainerGone: the idle warm containers were removed behind
+// the backend's back (an engine restarted, an operator's docker rm): a
+// run that takes one gets a container of its own instead, and the pool
+// is made again.
+func TestWarmContainerGone(t *testing.T) {
+	requireWarm(t)
+	b := newBackend(t, docker.Options{Warm: 2})
+	ws, err := capws.New(t.TempDir(), "ws-", 16<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Remove() })
+	spec := shSpec("cat /workspace/in; echo out >/workspace/out")
+	spec.Workspace, spec.Limits.WorkspaceSize = ws.Path, 16<<20
+	spec.Files = []sandbox.File{{Path: "in", Content: []byte("in\n")}}
+	if _, err := b.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, 2)
+	out, err := exec.Command("docker", "ps", "-q", "--filter", "label=coderunner.pid="+strconv.Itoa(os.Getpid()),
+		"--filter", "label=coderunner.warm").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) < 2 {
+		t.Fatalf("warm containers %q, want 2", ids)
+	}
+	if out, err := exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	taken := b.Warm().Taken
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("a run that took a removed warm container: %v", err)
+	}
+	if b.Warm().Taken != taken+1 {
+		t.Fatal("the run did not take a warm container")
+	}
+	if string(res.Stdout) != "in\n" || res.Status != sandbox.StatusOK {
+		t.Errorf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws.Path, "out")); err != nil || string(data) != "out\n" {
+		t.Errorf("the workspace holds %q, %v", data, err)
+	}
+	if n := mountsOf(t, statDev(t, ws.Path)); n != 1 {
+		t.Errorf("the workspace is mounted %d times once the run ended, want 1", n)
+	}
+	waitWarm(t, b, 2)
+	runWarm(t, b, shSpec("true"))
+}
+
+func statDev(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Dev
+}

@@ -99,6 +99,28 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		b.markBusy(bx)
 	}
 	res, reusable, err := b.runIn(ctx, bx, s)
+	var ns notStarted
+	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil {
+		// The warm container is gone (the engine restarted, someone
+		// removed it) or broken: so are the others, likely. The
+		// program never started: a container of its own.
+		b.log.Warn("a warm container failed; emptying the pool", "container", bx.id, "error", err)
+		b.flushWarm()
+		if stopErr := b.stopRun(ctx, bx); stopErr != nil {
+			b.release(bx, false)
+			return nil, stopErr
+		}
+		if umErr := b.unmountWorkspace(bx); umErr != nil {
+			b.release(bx, false)
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, umErr)
+		}
+		b.release(bx, false)
+		if bx, err = b.create(ctx, s, image, key); err != nil {
+			return nil, err
+		}
+		b.markBusy(bx)
+		res, reusable, err = b.runIn(ctx, bx, s)
+	}
 	if errors.Is(err, errPrelude) && bx.runs > 1 {
 		// The container could not be readied again: a new one.
 		b.release(bx, false)
@@ -144,6 +166,10 @@ func (b *Backend) stop(ctx context.Context, bx *box) error {
 	case <-stopped:
 		return nil
 	case err := <-failed:
+		if isGone(err) {
+			// Removed: none of its processes is left.
+			return nil
+		}
 		return fmt.Errorf("%w: unable to stop the container of a run in a host workspace: %w", sandbox.ErrSetup, err)
 	}
 }
@@ -206,7 +232,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	lim := s.Limits
 	if want := resourcesOf(lim); want != bx.res {
 		if _, err := b.cli.ContainerUpdate(ctx, bx.id, container.UpdateConfig{Resources: want.engine()}); err != nil {
-			return nil, false, fmt.Errorf("%w: unable to set the container's limits: %w", sandbox.ErrSetup, err)
+			return nil, false, notStarted{fmt.Errorf("%w: unable to set the container's limits: %w", sandbox.ErrSetup, err)}
 		}
 		bx.res = want
 	}
@@ -214,7 +240,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	peakReset := bx.cg != nil && bx.cg.resetPeak()
 	before, err := b.read(ctx, bx)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)
+		return nil, false, notStarted{fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)}
 	}
 	dir := s.Dir
 	if dir == "" {
@@ -240,7 +266,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 		AttachStdin: s.Stdin != nil, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)
+		return nil, false, notStarted{fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)}
 	}
 
 	cfg := watch.Config{
@@ -444,6 +470,11 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 	}
 	return watch.Exit{Code: code, Signal: sig}, nil
 }
+
+// notStarted is an error before the program was started.
+type notStarted struct{ error }
+
+func (e notStarted) Unwrap() error { return e.error }
 
 // errPrelude means the container could not be readied for the run.
 var errPrelude = fmt.Errorf("%w: container not ready", sandbox.ErrSetup)
