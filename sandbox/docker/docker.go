@@ -552,7 +552,7 @@ func (b *Backend) startPool(n int, dir string) {
 	}
 	if err != nil {
 		b.warmOff = err.Error()
-		b.log.Warn("docker warm containers off", "reason", b.warmOff)
+		b.log.Info("docker warm containers off", "reason", b.warmOff)
 		return
 	}
 	b.warm, b.poolDir = n, p
