@@ -111,8 +111,10 @@ func openPool(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Room for the mount points only.
-	if err := capws.Mount(p, 1<<20, 4*MaxWarm*maxPools+64); err != nil {
+	// Room for the mount points only: one directory per warm container
+	// made and not yet removed, idle or running a program (as many as
+	// the runs at once).
+	if err := capws.Mount(p, 1<<20, 1<<16); err != nil {
 		_ = os.Remove(p) //nolint:forbidigo // just made, nothing mounted
 		return "", err
 	}
