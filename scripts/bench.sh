@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# First one interleaved table: bare fork/exec, native, bwrap and docker (a
-# container per run) taking turns in small batches, for a trivial run, a
-# Python hello-world and a C hello-world: c=1 p50/p95, c=2 runs/s and the
+# First one interleaved table: bare fork/exec, native, bwrap, docker (a
+# container per run) and docker with a warm pool taking turns in small
+# batches, for a trivial run, a Python hello-world and a C hello-world:
+# c=1 p50/p95, c=2 runs/s and the
 # CPU per run with its ratio to bare. Then latency (p50/p95/p99) and
 # runs/s of sandboxed runs next to a bare fork/exec of the same programs,
 # measured in the same process at the same time, at concurrency 1 and 2, back to back and with 20 ms between requests; then
@@ -18,7 +19,7 @@ n="${1:-300}"
 "$GO" build -o bin/sandboxbench ./tools/sandboxbench
 scripts/start-dockerd.sh
 scripts/build-images.sh core
-bin/sandboxbench -table native,bwrap,docker-per-run -n "$((n / 3 > 10 ? n / 3 : 10))"
+bin/sandboxbench -table native,bwrap,docker-per-run,docker-warm -n "$((n / 3 > 10 ? n / 3 : 10))"
 echo
 bin/sandboxbench -n "$n" -c 1,2
 echo

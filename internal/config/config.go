@@ -129,7 +129,17 @@ type Docker struct {
 	// instead of one per run: faster, but a run can tell from its process
 	// ids how many processes the runs before it started.
 	ReuseContainers bool `yaml:"reuse_containers"`
+	// Warm is how many containers serve, mcp and judge keep created and
+	// started ahead of need for each kind of run seen (an image and the
+	// limits fixed at a container's creation), from 0 (none) to
+	// MaxDockerWarm: a run of a new program then costs an exec, not a
+	// container's creation. Each still serves one run. It needs root and
+	// an engine on this machine; a one-off run starts none.
+	Warm int `yaml:"warm"`
 }
+
+// MaxDockerWarm bounds docker.warm.
+const MaxDockerWarm = 8
 
 // Limits are the default and allowed resource limits. The flat fields are
 // the judge's limits.
@@ -283,6 +293,7 @@ func Default() *Config {
 		Docker: Docker{
 			DefaultImagePrefix: "coderunner",
 			PullPolicy:         "if_not_present",
+			Warm:               2,
 		},
 		Limits: Limits{
 			MemoryMB:         256,

@@ -147,6 +147,7 @@ func TestEnvOverrides(t *testing.T) {
 		"RESULTS_DIR":                          "/var/results",
 		"CODERUNNER_CONTROL_PLANE_RESULTS_DIR": "/srv/results", // wins over RESULTS_DIR
 		"CODERUNNER_SECURITY_CAP_DROP_ALL":     "true",
+		"CODERUNNER_DOCKER_WARM":               "0",
 	}
 	c, err := Load(filepath.Join("testdata", "coderunner_config.yaml"), envOf(env))
 	if err != nil {
@@ -169,6 +170,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"container", c.ControlPlane.ContainerID, "c-1"},
 		{"pod", c.ControlPlane.PodName, "pod-1"},
 		{"results", c.ControlPlane.ResultsDir, "/srv/results"},
+		{"docker warm", c.Docker.Warm, 0},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -317,6 +319,8 @@ func TestValidationMessages(t *testing.T) {
 		{func(c *Config) { c.Docker.Host = "ftp://x" }, `docker.host: "ftp://x" is not a unix://, tcp:// or http(s):// address`},
 		{func(c *Config) { c.Docker.User = "0:0" }, `docker.user: "0:0" must name a non-root user`},
 		{func(c *Config) { c.Docker.User = "root" }, `docker.user: "root" must name a non-root user`},
+		{func(c *Config) { c.Docker.Warm = -1 }, `docker.warm: -1 is out of range 0..8`},
+		{func(c *Config) { c.Docker.Warm = 9 }, `docker.warm: 9 is out of range 0..8`},
 		{func(c *Config) { c.Security.NetworkDisabled = false }, "security.network_disabled: false is not supported"},
 		{func(c *Config) { c.Security.ReadOnlyRoot = false }, "security.read_only_root: false is not supported"},
 		{func(c *Config) { c.Security.NoNewPrivileges = false }, "security.no_new_privileges: false is not supported"},

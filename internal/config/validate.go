@@ -126,6 +126,9 @@ func (d *Docker) validate() error {
 	if err := oneOf("docker.pull_policy", d.PullPolicy, "always", "if_not_present", "never"); err != nil {
 		return err
 	}
+	if err := intRange("docker.warm", d.Warm, 0, MaxDockerWarm); err != nil {
+		return err
+	}
 	if d.Host != "" {
 		u, err := url.Parse(d.Host)
 		if err != nil || !slices.Contains([]string{"unix", "tcp", "http", "https"}, u.Scheme) {

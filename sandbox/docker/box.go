@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"strconv"
@@ -51,6 +52,13 @@ type box struct {
 	// uid is counted in the backend's pool (freeUser).
 	uid, gid int
 	pooled   bool
+	// warm is set for a container of the warm pool: it serves one run.
+	// mountDir is its directory in the pool, bound at /workspace with
+	// slave propagation; mounted is set while the run's workspace is
+	// mounted on it.
+	warm     bool
+	mountDir string
+	mounted  bool
 }
 
 // resources are the limits the engine can change on a running container.
@@ -234,6 +242,32 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: t, ReadOnly: !m.Writable})
 	}
+	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, nil); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			b.discard(bx)
+		}
+	}()
+	if archive != nil {
+		var out bytes.Buffer
+		code, err := b.execWait(ctx, bx, b.keeper, []string{"/bin/sh", "-c", "umask 222 && exec cat >" + filesDir + "/files.tar"}, bytes.NewReader(archive), &out)
+		if err != nil {
+			return nil, err
+		}
+		if code != 0 {
+			return nil, fmt.Errorf("%w: unable to put the files into the container (status %d): %.500s", sandbox.ErrSetup, code, out.String())
+		}
+	}
+	return bx, nil
+}
+
+// launch creates and starts bx's container of image with the security
+// settings, the limits lim, the tmpfs, the bind mounts and labels beside
+// the backend's; on an error nothing of it is left (a container created
+// is discarded).
+func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox.Limits, tmpfs map[string]string, mounts []mount.Mount, labels map[string]string) error {
 	init := true
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
@@ -250,6 +284,7 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 	}
 	hc.Ulimits = ulimits(lim)
 	cfg := b.keeperConfig(image)
+	maps.Copy(cfg.Labels, labels)
 	// The engine may go on creating a container after the request for it
 	// was cancelled, and its id would then be known to nobody: the
 	// container would stay behind, created and never removed. So the
@@ -259,33 +294,19 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 	created, err := b.cli.ContainerCreate(cctx, cfg, hc, nil, nil, "")
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to create a container of image %s: %w", sandbox.ErrSetup, image, err)
+		return fmt.Errorf("%w: unable to create a container of image %s: %w", sandbox.ErrSetup, image, err)
 	}
 	bx.id = created.ID
-	defer func() {
-		if retErr != nil {
-			b.discard(bx)
-		}
-	}()
 	if err := b.cli.ContainerStart(ctx, bx.id, container.StartOptions{}); err != nil {
-		return nil, fmt.Errorf("%w: unable to start a container of image %s: %w", sandbox.ErrSetup, image, err)
+		b.discard(bx)
+		return fmt.Errorf("%w: unable to start a container of image %s: %w", sandbox.ErrSetup, image, err)
 	}
 	if ins, err := b.cli.ContainerInspect(ctx, bx.id); err == nil && ins.ContainerJSONBase != nil && ins.State != nil && ins.State.Pid > 0 {
 		if bx.cg, err = openHostCgroup(ins.State.Pid); err != nil {
 			b.log.Debug("container cgroup not readable here; using the engine's stats", "container", bx.id, "error", err)
 		}
 	}
-	if archive != nil {
-		var out bytes.Buffer
-		code, err := b.execWait(ctx, bx, b.keeper, []string{"/bin/sh", "-c", "umask 222 && exec cat >" + filesDir + "/files.tar"}, bytes.NewReader(archive), &out)
-		if err != nil {
-			return nil, err
-		}
-		if code != 0 {
-			return nil, fmt.Errorf("%w: unable to put the files into the container (status %d): %.500s", sandbox.ErrSetup, code, out.String())
-		}
-	}
-	return bx, nil
+	return nil
 }
 
 // createTimeout bounds a container's creation, which a cancelled run does
@@ -400,8 +421,13 @@ func (b *Backend) release(bx *box, reusable bool) {
 	delete(b.busy, bx.id)
 	closing := b.closing
 	b.mu.Unlock()
-	if !reusable || closing || !b.reuse {
+	if !reusable || closing || !b.reuse || bx.warm {
 		b.discard(bx)
+		if bx.warm && !closing {
+			// Its replacement is made once the run is over, not while
+			// it runs: the engine starts the program sooner.
+			b.refill()
+		}
 		return
 	}
 	if bx.cg != nil {
@@ -467,11 +493,23 @@ func (b *Backend) discard(bx *box) {
 	}
 	if bx.id == "" {
 		b.freeUser(bx)
+		b.removeMountDir(bx)
 		return
 	}
+	b.mu.Lock()
+	b.gone[bx.id] = true
+	b.mu.Unlock()
 	b.removing.Add(1)
 	go func() {
 		defer b.removing.Done()
+		defer func() {
+			b.mu.Lock()
+			delete(b.gone, bx.id)
+			b.mu.Unlock()
+		}()
+		// Once the container is gone, nothing uses its directory in
+		// the warm pool.
+		defer b.removeMountDir(bx)
 		// Its processes are gone once the container is (or, if its
 		// removal fails, the uid is shared for a while: quotas only).
 		defer b.freeUser(bx)

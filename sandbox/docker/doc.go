@@ -58,6 +58,15 @@
 // containers go after Options.IdleTimeout; tools/sandboxbench measures
 // both ways.
 //
+// # Warm containers
+//
+// Options.Warm keeps containers created and started ahead of need for
+// each kind of run seen, so that a run of a new program costs one exec;
+// each still serves one run and is removed after it. The run's workspace
+// is mounted into it from the host at take time, through a directory of
+// its own in a shared tmpfs of the backend's that the container has at
+// /workspace with slave propagation (pool.go).
+//
 // # When the engine goes away
 //
 // An engine that stops answering during a run (killed, restarting) ends

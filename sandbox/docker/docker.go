@@ -29,6 +29,8 @@ const (
 	labelBackend  = "coderunner.backend"
 	labelInstance = "coderunner.instance"
 	labelPID      = "coderunner.pid"
+	// labelWarm marks a container made for the warm pool.
+	labelWarm = "coderunner.warm"
 )
 
 // Defaults of Options.
@@ -81,6 +83,17 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxIdle bounds the idle containers kept; zero means DefaultMaxIdle.
 	MaxIdle int
+	// Warm is how many containers to keep created and started ahead of
+	// need for each kind of run seen (an image and its fixed settings),
+	// from 0 (the default: none) to MaxWarm. A run that finds one costs
+	// an exec instead of a container's creation; the container still
+	// serves that run only. It needs root (the run's workspace is mounted
+	// into the container from the host) and an engine on this machine;
+	// elsewhere it is ignored, with a warning.
+	Warm int
+	// TempDir holds the warm containers' mount points; empty means the
+	// system's temporary directory.
+	TempDir string
 }
 
 // Backend runs programs in containers of the Docker Engine. It is safe for
@@ -104,14 +117,30 @@ type Backend struct {
 	reuse    bool
 	idleTTL  time.Duration
 	maxIdle  int
+	// warm is the number of warm containers per pool (0: no pool), and
+	// warmOff why the pool is off when one was asked for.
+	warm    int
+	warmOff string
+	// poolDir is the warm pool's shared tmpfs on the host; warmSeq
+	// numbers the containers' directories in it.
+	poolDir string
+	warmSeq int
+	// warmTaken and warmMade count runs served warm and containers made.
+	warmTaken, warmMade int64
+	pools               map[string]*pool
+	fillWake            chan struct{}
+	fillDone            chan struct{}
+	stopFill            context.CancelFunc
 
 	pullMu sync.Mutex
 	ready  sync.Map // image ref -> true
 
-	mu      sync.Mutex
-	idle    map[string][]*box
-	nIdle   int
-	busy    map[string]*box
+	mu    sync.Mutex
+	idle  map[string][]*box
+	nIdle int
+	busy  map[string]*box
+	// gone are the containers being removed.
+	gone    map[string]bool
 	closing bool
 	// removing counts containers being removed in the background.
 	removing sync.WaitGroup
@@ -143,6 +172,8 @@ func New(opts Options) (*Backend, error) {
 		maxIdle: opts.MaxIdle,
 		idle:    map[string][]*box{},
 		busy:    map[string]*box{},
+		gone:    map[string]bool{},
+		pools:   map[string]*pool{},
 		orphans: map[string]bool{},
 		owner:   processOwner(os.Getpid()),
 		janitor: make(chan struct{}),
@@ -173,6 +204,9 @@ func New(opts Options) (*Backend, error) {
 	if b.maxIdle <= 0 {
 		b.maxIdle = DefaultMaxIdle
 	}
+	if opts.Warm < 0 || opts.Warm > MaxWarm {
+		return nil, fmt.Errorf("%w: docker warm containers %d must be between 0 and %d", sandbox.ErrUnavailable, opts.Warm, MaxWarm)
+	}
 	t := opts.Languages
 	if t == nil {
 		t = lang.Default()
@@ -192,6 +226,9 @@ func New(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("%w: docker client: %w", sandbox.ErrUnavailable, err)
 	}
 	go b.sweep()
+	if opts.Warm > 0 {
+		b.startPool(opts.Warm, opts.TempDir)
+	}
 	var staleCtx context.Context
 	staleCtx, b.stopStale = context.WithCancel(context.Background())
 	b.removing.Add(1)
@@ -291,10 +328,20 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	if b.reuse {
 		mode = "a container per program, reused for its runs (fresh process, workspace and limits per run; process ids carry on)"
 	}
+	warm := "possible here: serve, mcp and judge keep docker.warm of them for each kind of run"
+	switch err := b.warmPossible(); {
+	case b.warm > 0:
+		warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run", b.warm)
+	case b.warmOff != "":
+		warm = "off: " + b.warmOff
+	case err != nil:
+		warm = "not possible here: " + err.Error()
+	}
 	r.Checks = append(r.Checks,
 		sandbox.Check{Name: "seccomp", OK: true, Detail: "custom profile from the native policy; native ABI only"},
 		sandbox.Check{Name: "user", OK: true, Detail: b.userDetail()},
-		sandbox.Check{Name: "containers", OK: true, Detail: mode})
+		sandbox.Check{Name: "containers", OK: true, Detail: mode},
+		sandbox.Check{Name: "warm containers", OK: true, Detail: warm})
 	probe, err := b.Run(ctx, &sandbox.Spec{Args: []string{"/bin/true"}, Limits: sandbox.Limits{WallTime: 30 * time.Second}})
 	switch {
 	case err != nil:
@@ -314,11 +361,23 @@ func (b *Backend) Close() error {
 		close(b.janitor)
 		b.mu.Lock()
 		b.closing = true
+		for _, p := range b.pools {
+			// Runs waiting for a warm container make their own.
+			p.done()
+		}
+		b.mu.Unlock()
+		if b.stopFill != nil {
+			// The filler puts nothing in the pools once closing is set.
+			b.stopFill()
+			<-b.fillDone
+		}
+		b.mu.Lock()
 		var all []*box
 		for _, bs := range b.idle {
 			all = append(all, bs...)
 		}
-		b.idle, b.nIdle = map[string][]*box{}, 0
+		all = append(all, b.warmIdle()...)
+		b.idle, b.nIdle, b.pools = map[string][]*box{}, 0, map[string]*pool{}
 		b.mu.Unlock()
 		for _, bx := range all {
 			b.discard(bx)
@@ -329,6 +388,9 @@ func (b *Backend) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err = b.removeLabelled(ctx, filters.Arg("label", labelInstance+"="+b.instance))
+		if perr := closePool(b.poolDir); perr != nil {
+			err = errors.Join(err, perr)
+		}
 		_ = b.cli.Close()
 	})
 	return err
@@ -361,6 +423,10 @@ func (b *Backend) Leftovers(ctx context.Context) error {
 			idle[bx.id] = true
 		}
 	}
+	for _, bx := range b.warmIdle() {
+		idle[bx.id] = true
+	}
+	gone := maps.Clone(b.gone)
 	busy := len(b.busy)
 	b.mu.Unlock()
 	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
@@ -373,6 +439,10 @@ func (b *Backend) Leftovers(ctx context.Context) error {
 		found = append(found, fmt.Sprintf("%d container(s) still running a program", busy))
 	}
 	for _, c := range list {
+		if !idle[c.ID] && c.Labels[labelWarm] != "" && !gone[c.ID] {
+			// Being made for the warm pool: no run's.
+			continue
+		}
 		if !idle[c.ID] {
 			found = append(found, "container "+c.ID[:12]+" ("+c.State+")")
 			continue
@@ -460,3 +530,35 @@ func (b *Backend) freeUser(bx *box) {
 
 // user is the "uid:gid" bx's programs run as.
 func (bx *box) user() string { return fmt.Sprintf("%d:%d", bx.uid, bx.gid) }
+
+// warmPossible says why warm containers cannot be kept here, or nil.
+func (b *Backend) warmPossible() error {
+	if h := b.cli.DaemonHost(); !strings.HasPrefix(h, "unix://") {
+		return fmt.Errorf("the engine at %s may not be on this machine: its containers cannot mount this machine's workspaces", h)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("mounting workspaces into warm containers needs root")
+	}
+	return nil
+}
+
+// startPool turns the warm pool on, with n containers per pool, its
+// mount points in dir; where it cannot be, the pool stays off, with a
+// warning.
+func (b *Backend) startPool(n int, dir string) {
+	p, err := "", b.warmPossible()
+	if err == nil {
+		p, err = openPool(dir)
+	}
+	if err != nil {
+		b.warmOff = err.Error()
+		b.log.Info("docker warm containers off", "reason", b.warmOff)
+		return
+	}
+	b.warm, b.poolDir = n, p
+	b.fillWake = make(chan struct{}, 1)
+	b.fillDone = make(chan struct{})
+	var ctx context.Context
+	ctx, b.stopFill = context.WithCancel(context.Background())
+	go b.fill(ctx)
+}

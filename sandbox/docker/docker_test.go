@@ -60,18 +60,32 @@ func newBackend(t testing.TB, opts docker.Options) *docker.Backend {
 	return b
 }
 
+// TestConformance runs the suite with a container made for each run, and
+// with warm containers made ahead (after its first run, each kind of run
+// the suite makes finds one).
 func TestConformance(t *testing.T) {
-	b := newBackend(t, docker.Options{})
-	cc, _ := exec.LookPath("gcc")
-	testutil.Require(t, cc != "", "gcc is needed to build the 32-bit syscall probe")
-	sandboxtest.Run(t, sandboxtest.Env{
-		Backend:   b,
-		CC:        cc,
-		Leftovers: func() error { return b.Leftovers(context.Background()) },
-		// Without a fixed docker.user every container has a uid of its
-		// own.
-		QuotasPerSandbox: true,
-	})
+	for _, warm := range []int{0, 2} {
+		t.Run(map[int]string{0: "per run", 2: "warm"}[warm], func(t *testing.T) {
+			if warm > 0 {
+				requireWarm(t)
+			}
+			b := newBackend(t, docker.Options{Warm: warm})
+			cc, _ := exec.LookPath("gcc")
+			testutil.Require(t, cc != "", "gcc is needed to build the 32-bit syscall probe")
+			sandboxtest.Run(t, sandboxtest.Env{
+				Backend:   b,
+				CC:        cc,
+				Leftovers: func() error { return b.Leftovers(context.Background()) },
+				// Without a fixed docker.user every container has a uid
+				// of its own.
+				QuotasPerSandbox: true,
+			})
+			if warm > 0 && b.Warm().Taken == 0 {
+				t.Error("no run of the suite found a warm container")
+			}
+			t.Logf("warm pool: %+v", b.Warm())
+		})
+	}
 }
 
 // TestReuse runs one program several times: the runs share a container,

@@ -237,6 +237,65 @@ func TestSpecKey(t *testing.T) {
 	}
 }
 
+// TestPoolKey: warm containers are shared by runs that differ only in
+// what is put in at take time (program, files, environment, workspace,
+// memory, CPU, processes), never by runs whose container settings
+// differ; a run needing a mount the image lacks has no pool.
+func TestPoolKey(t *testing.T) {
+	tbl, err := lang.New(map[string]lang.Recipe{"python": {Image: "img"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{images: newImages(tbl, "img")}
+	base := func() *sandbox.Spec {
+		return &sandbox.Spec{
+			Args:   []string{"/usr/bin/python3", "main.py"},
+			Files:  []sandbox.File{{Path: "main.py", Content: []byte("print(1)")}},
+			Mounts: []sandbox.Mount{{Source: "/usr", Target: "/usr"}},
+			Limits: sandbox.Limits{}.WithDefaults(),
+		}
+	}
+	k, ok := b.poolKey(base(), "img")
+	if !ok {
+		t.Fatal("a run with the image's own mounts has no pool")
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*sandbox.Spec)
+		same bool
+	}{
+		{"code", func(s *sandbox.Spec) { s.Files[0].Content = []byte("print(2)") }, true},
+		{"args", func(s *sandbox.Spec) { s.Args = append(s.Args, "x") }, true},
+		{"env", func(s *sandbox.Spec) { s.Env = []string{"A=b"} }, true},
+		{"workspace", func(s *sandbox.Spec) { s.Workspace = "/srv/ws" }, true},
+		{"workspace size", func(s *sandbox.Spec) { s.Limits.WorkspaceSize *= 2 }, true},
+		{"memory, above the stack cap", func(s *sandbox.Spec) { s.Limits.Memory = 512 * sandbox.MiB }, true},
+		{"cpus", func(s *sandbox.Spec) { s.Limits.CPUs *= 2 }, true},
+		{"processes", func(s *sandbox.Spec) { s.Limits.Processes++ }, true},
+		{"tmp size", func(s *sandbox.Spec) { s.Limits.TmpSize *= 2 }, false},
+		{"file size", func(s *sandbox.Spec) { s.Limits.FileSize /= 2 }, false},
+		{"open files", func(s *sandbox.Spec) { s.Limits.OpenFiles++ }, false},
+		{"stack (memory)", func(s *sandbox.Spec) { s.Limits.Memory = 64 * sandbox.MiB }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.edit(s)
+			got, ok := b.poolKey(s, "img")
+			if !ok || (got == k) != tc.same {
+				t.Fatalf("same key %v (ok %v), want %v", got == k, ok, tc.same)
+			}
+		})
+	}
+	if other, _ := b.poolKey(base(), "other"); other == k {
+		t.Fatal("the image is not part of the key")
+	}
+	s := base()
+	s.Mounts = append(s.Mounts, sandbox.Mount{Source: "/srv/prog", Target: "/opt/prog"})
+	if _, ok := b.poolKey(s, "img"); ok {
+		t.Fatal("a run with a mount the image lacks has a pool")
+	}
+}
+
 func TestParseUser(t *testing.T) {
 	for _, tc := range []struct {
 		in       string

@@ -38,9 +38,10 @@ const (
 	// statsPause bounds the pause between two readings of the engine's
 	// counters: on a reused container they are the run's memory peak.
 	statsPause = 100 * time.Millisecond
-	// maxPoll is the longest pause between two looks at the program's
-	// state while its output is still open.
-	maxPoll = 50 * time.Millisecond
+	// firstPoll and maxPoll are the first and the longest pause between
+	// two looks at the program's state while its output is still open.
+	firstPoll = 20 * time.Millisecond
+	maxPoll   = 50 * time.Millisecond
 )
 
 // Run executes spec in a container. See sandbox.Backend. An engine that
@@ -85,6 +86,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		bx = b.take(key)
 	}
 	if bx == nil {
+		bx = b.takeWarm(ctx, s, image, key)
+	}
+	if bx == nil {
 		var err error
 		if bx, err = b.create(ctx, s, image, key); err != nil {
 			if ctx.Err() != nil {
@@ -95,6 +99,28 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		b.markBusy(bx)
 	}
 	res, reusable, err := b.runIn(ctx, bx, s)
+	var ns notStarted
+	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil {
+		// The warm container is gone (the engine restarted, someone
+		// removed it) or broken: so are the others, likely. The
+		// program never started: a container of its own.
+		b.log.Warn("a warm container failed; emptying the pool", "container", bx.id, "error", err)
+		b.flushWarm()
+		if stopErr := b.stopRun(ctx, bx); stopErr != nil {
+			b.release(bx, false)
+			return nil, stopErr
+		}
+		if umErr := b.unmountWorkspace(bx); umErr != nil {
+			b.release(bx, false)
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, umErr)
+		}
+		b.release(bx, false)
+		if bx, err = b.create(ctx, s, image, key); err != nil {
+			return nil, err
+		}
+		b.markBusy(bx)
+		res, reusable, err = b.runIn(ctx, bx, s)
+	}
 	if errors.Is(err, errPrelude) && bx.runs > 1 {
 		// The container could not be readied again: a new one.
 		b.release(bx, false)
@@ -108,8 +134,13 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	// the caller gets it back, so its container is stopped before Run
 	// returns, and goes.
 	if s.Workspace != "" {
-		if stopErr := b.stop(ctx, bx); stopErr != nil {
+		if stopErr := b.stopRun(ctx, bx); stopErr != nil {
 			res, err = nil, stopErr
+		} else if umErr := b.unmountWorkspace(bx); umErr != nil {
+			// Stopped: nothing runs in it, but the caller's
+			// workspace stays mounted in the pool until the
+			// container goes.
+			b.log.Warn("unable to unmount a workspace from a warm container", "dir", bx.mountDir, "error", umErr)
 		}
 	}
 	b.release(bx, reusable && err == nil && s.Workspace == "")
@@ -135,8 +166,31 @@ func (b *Backend) stop(ctx context.Context, bx *box) error {
 	case <-stopped:
 		return nil
 	case err := <-failed:
+		if isGone(err) {
+			// Removed: none of its processes is left.
+			return nil
+		}
 		return fmt.Errorf("%w: unable to stop the container of a run in a host workspace: %w", sandbox.ErrSetup, err)
 	}
+}
+
+// stopRun ends everything of bx's run. A warm container serves one run
+// and goes: when its cgroup is readable here, killing every process of
+// the run's user in it, until none is left, is enough, and much faster
+// than stopping the container through the engine. The program's
+// processes cannot change their user (no capabilities,
+// no-new-privileges) nor leave the cgroup (read-only cgroupfs), and a
+// process counts as gone only once it is a zombie, when the kernel has
+// closed its files already.
+func (b *Backend) stopRun(ctx context.Context, bx *box) error {
+	if bx.warm && bx.cg != nil {
+		err := bx.cg.killLeftovers(bx.uid)
+		if err == nil {
+			return nil
+		}
+		b.log.Debug("stopping the container instead", "container", bx.id, "error", err)
+	}
+	return b.stop(ctx, bx)
 }
 
 // usage is one reading of a container's counters.
@@ -178,7 +232,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	lim := s.Limits
 	if want := resourcesOf(lim); want != bx.res {
 		if _, err := b.cli.ContainerUpdate(ctx, bx.id, container.UpdateConfig{Resources: want.engine()}); err != nil {
-			return nil, false, fmt.Errorf("%w: unable to set the container's limits: %w", sandbox.ErrSetup, err)
+			return nil, false, notStarted{fmt.Errorf("%w: unable to set the container's limits: %w", sandbox.ErrSetup, err)}
 		}
 		bx.res = want
 	}
@@ -186,7 +240,7 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	peakReset := bx.cg != nil && bx.cg.resetPeak()
 	before, err := b.read(ctx, bx)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)
+		return nil, false, notStarted{fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)}
 	}
 	dir := s.Dir
 	if dir == "" {
@@ -202,13 +256,17 @@ func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandb
 	// env -i: the engine adds HOSTNAME and the image's variables to every
 	// exec; the program gets exactly the spec's environment.
 	argv := append([]string{"/bin/sh", "-c", prelude, "prelude", wipe, files, "/usr/bin/env", "-i"}, s.Env...)
+	if bx.warm {
+		// A fresh container, its workspace ready: nothing to clean.
+		argv = append([]string{"/usr/bin/env", "-i"}, s.Env...)
+	}
 	argv = append(argv, s.Args...)
 	ex, err := b.cli.ContainerExecCreate(ctx, bx.id, container.ExecOptions{
 		User: bx.user(), Cmd: argv, WorkingDir: dir,
 		AttachStdin: s.Stdin != nil, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)
+		return nil, false, notStarted{fmt.Errorf("%w: unable to start the program in image %s: %w", sandbox.ErrSetup, bx.image, err)}
 	}
 
 	cfg := watch.Config{
@@ -288,9 +346,13 @@ type program struct {
 func (p *program) Wait(quit <-chan struct{}) error {
 	streamsDone := p.streams
 	p.streamsOpen = true
-	poll := time.NewTimer(time.Millisecond)
+	// While the output is open its end tells of the program's, mostly:
+	// the engine is asked only now and then, for a program that left
+	// something holding its output, and is not kept busy while it
+	// starts the program.
+	poll := time.NewTimer(firstPoll)
 	defer poll.Stop()
-	delay := time.Millisecond
+	delay := firstPoll
 	var linger <-chan time.Time
 	var lingerTaken int64 // output taken when linger was armed
 	for {
@@ -395,7 +457,9 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
 	code, sig := watch.DecodeExit(p.exitCode)
-	if p.exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
+	if !p.bx.warm && p.exitCode == preludeStatus && bytes.HasPrefix(res.Stderr, []byte(preludeTag)) {
+		// A warm container runs no prelude: there, the same exit is
+		// the program's own.
 		p.bx.runs++
 		return watch.Exit{}, fmt.Errorf("%w: %s", errPrelude, strings.TrimSpace(string(res.Stderr)))
 	}
@@ -406,6 +470,11 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 	}
 	return watch.Exit{Code: code, Signal: sig}, nil
 }
+
+// notStarted is an error before the program was started.
+type notStarted struct{ error }
+
+func (e notStarted) Unwrap() error { return e.error }
 
 // errPrelude means the container could not be readied for the run.
 var errPrelude = fmt.Errorf("%w: container not ready", sandbox.ErrSetup)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
@@ -22,7 +23,7 @@ import (
 // sandboxbench compares the backends instead of measuring native against
 // bare fork/exec.
 var (
-	backendsFlag = flag.String("backends", "", "compare these backends side by side (native,bwrap,docker,docker-per-run) instead of native against bare fork/exec")
+	backendsFlag = flag.String("backends", "", "compare these backends side by side (native,bwrap,docker,docker-per-run,docker-warm) instead of native against bare fork/exec")
 	judgesFlag   = flag.Int("judges", 20, "10-test judge requests per backend in the -backends comparison (at most 10000)")
 	imageFlag    = flag.String("image", "coderunner/core:bookworm", "image of the docker backend for Python and shell programs (scripts/build-images.sh)")
 )
@@ -32,6 +33,12 @@ type bench struct {
 	name    string
 	backend sandbox.Backend
 	close   func()
+	// ready, when set, waits (untimed) until the backend can take a run
+	// as it is meant to: a docker warm container is waiting.
+	ready func()
+	// workspace gives every run of the table a capped host workspace of
+	// its own, as /v1/run does.
+	workspace bool
 }
 
 // compareBackends measures a trivial run, a Python hello-world and a
@@ -147,18 +154,34 @@ func openBench(name string, langs *lang.Table) (bench, error) {
 	case "bwrap":
 		b, err := bwrap.New(bwrap.Options{})
 		return bench{name: name, backend: b, close: func() {}}, err
-	case "docker", "docker-per-run":
-		b, err := docker.New(docker.Options{Languages: langs, DefaultImage: *imageFlag,
-			PullPolicy: docker.PullNever, Reuse: name == "docker"})
+	case "docker", "docker-per-run", "docker-warm":
+		opts := docker.Options{Languages: langs, DefaultImage: *imageFlag,
+			PullPolicy: docker.PullNever, Reuse: name == "docker"}
+		if name == "docker-warm" {
+			opts.Warm = 2
+		}
+		b, err := docker.New(opts)
 		if err != nil {
 			return bench{}, err
 		}
 		if err := b.CheckAvailable(context.Background()); err != nil {
+			_ = b.Close()
 			return bench{}, err
 		}
-		return bench{name: name, backend: b, close: func() { _ = b.Close() }}, nil
+		bn := bench{name: name, backend: b, close: func() { _ = b.Close() }}
+		if name == "docker-warm" {
+			bn.name, bn.workspace = "docker, warm pool", true
+			bn.ready = func() {
+				// A warm container is made in a fraction of a second;
+				// a run that finds none makes its own, and shows.
+				for deadline := time.Now().Add(10 * time.Second); b.Warm().Idle == 0 && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}
+		return bn, nil
 	}
-	return bench{}, fmt.Errorf("unknown backend (known: native, bwrap, docker, docker-per-run)")
+	return bench{}, fmt.Errorf("unknown backend (known: native, bwrap, docker, docker-per-run, docker-warm)")
 }
 
 // parseBackends splits the -backends list; native, when listed, is

@@ -4,7 +4,7 @@
 //
 // Usage: sandboxbench [-n 300] [-warm 2] [-c 1,2] [-gap 0] [-workspace]
 //
-//	sandboxbench -table native,bwrap,docker-per-run [-n 100] [-batch 10] [-settle 50ms]
+//	sandboxbench -table native,bwrap,docker-per-run,docker-warm [-n 100] [-batch 10] [-settle 50ms]
 //
 // prints one interleaved table of bare fork/exec and the backends: c=1
 // p50/p95, c=2 runs/s and the CPU the whole machine spent per run

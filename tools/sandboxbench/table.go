@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
@@ -17,7 +18,7 @@ import (
 
 // Flags of the interleaved table (-table).
 var (
-	tableFlag  = flag.String("table", "", "print one interleaved table of bare fork/exec and these backends (native,bwrap,docker,docker-per-run): c=1 p50/p95, c=2 runs/s and CPU per run, instead of the native-only report")
+	tableFlag  = flag.String("table", "", "print one interleaved table of bare fork/exec and these backends (native,bwrap,docker,docker-per-run,docker-warm): c=1 p50/p95, c=2 runs/s and CPU per run, instead of the native-only report")
 	batchFlag  = flag.Int("batch", 10, "in -table, runs of one configuration in a row before the next takes its turn (at c=2, twice as many; 1 to 1000)")
 	settleFlag = flag.Duration("settle", 50*time.Millisecond, "in -table, how long the CPU count goes on after a c=2 batch, for work a backend finishes after its runs return (a warm pool's refill, a teardown); at most 1s")
 )
@@ -26,6 +27,8 @@ var (
 type config struct {
 	name string
 	run  func(w workload) error
+	// ready, when set, is called before each c=1 run, untimed.
+	ready func()
 	// err, when set, is why the configuration cannot run here.
 	err error
 }
@@ -89,12 +92,22 @@ func table(names []string, n, batch int, settle time.Duration) {
 			continue
 		}
 		defer b.close()
-		be := b.backend
-		configs = append(configs, config{name: b.name, run: func(w workload) error {
+		be, hostWS := b.backend, b.workspace
+		configs = append(configs, config{name: b.name, ready: b.ready, run: func(w workload) error {
 			// A new program every run, as a server sees them: no docker
 			// container is reused across runs.
-			return runOK(be, &sandbox.Spec{Args: w.args, Env: []string{fmt.Sprintf("RUN=%d", seq.Add(1))},
-				Mounts: append(native.BaseMounts(), w.mounts...)})
+			spec := &sandbox.Spec{Args: w.args, Env: []string{fmt.Sprintf("RUN=%d", seq.Add(1))},
+				Mounts: append(native.BaseMounts(), w.mounts...)}
+			if hostWS {
+				// As /v1/run: a capped host workspace per run.
+				ws, err := capws.New("", "sandboxbench-", sandbox.DefaultLimits.WorkspaceSize, 0)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = ws.Remove() }()
+				spec.Workspace = ws.Path
+			}
+			return runOK(be, spec)
 		}})
 	}
 
@@ -130,6 +143,9 @@ func table(names []string, n, batch int, settle time.Duration) {
 				}
 				cl := &cells[wi][ci]
 				for range k {
+					if c.ready != nil {
+						c.ready()
+					}
 					t := time.Now()
 					if err := c.run(w); err != nil {
 						fail(fmt.Sprintf("%s, %s: %v", c.name, w.name, err))
