@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# First one interleaved table: bare fork/exec, native, bwrap, docker (a
+# First one interleaved table: bare fork/exec, native (sandboxes kept
+# between runs, and one per request), bwrap, docker (a
 # container per run) and docker with a warm pool taking turns in small
 # batches, for a trivial run, a Python hello-world and a C hello-world:
 # c=1 p50/p95, c=2 runs/s and the
@@ -19,7 +20,7 @@ n="${1:-300}"
 "$GO" build -o bin/sandboxbench ./tools/sandboxbench
 scripts/start-dockerd.sh
 scripts/build-images.sh core
-bin/sandboxbench -table native,bwrap,docker-per-run,docker-warm -n "$((n / 3 > 10 ? n / 3 : 10))"
+bin/sandboxbench -table native,native-per-request,bwrap,docker-per-run,docker-warm -n "$((n / 3 > 10 ? n / 3 : 10))"
 echo
 bin/sandboxbench -n "$n" -c 1,2
 echo

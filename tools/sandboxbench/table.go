@@ -18,7 +18,7 @@ import (
 
 // Flags of the interleaved table (-table).
 var (
-	tableFlag  = flag.String("table", "", "print one interleaved table of bare fork/exec and these backends (native,bwrap,docker,docker-per-run,docker-warm): c=1 p50/p95, c=2 runs/s and CPU per run, instead of the native-only report")
+	tableFlag  = flag.String("table", "", "print one interleaved table of bare fork/exec and these backends (native,native-per-request,bwrap,docker,docker-per-run,docker-warm): c=1 p50/p95, c=2 runs/s and CPU per run, instead of the native-only report")
 	batchFlag  = flag.Int("batch", 10, "in -table, runs of one configuration in a row before the next takes its turn (at c=2, twice as many; 1 to 1000)")
 	settleFlag = flag.Duration("settle", 50*time.Millisecond, "in -table, how long the CPU count goes on after a c=2 batch, for work a backend finishes after its runs return (a warm pool's refill, a teardown); at most 1s")
 )
@@ -78,11 +78,18 @@ func table(names []string, n, batch int, settle time.Duration) {
 	for _, name := range names {
 		var b bench
 		var err error
-		if name == "native" {
-			// As serve, mcp and judge run it: two sandboxes started ahead.
+		if name == "native" || name == "native-per-request" {
+			// As serve, mcp and judge run it: two sandboxes started
+			// ahead, and each kept for later runs unless per request
+			// (backend.sandbox_per_request).
+			perRequest := name == "native-per-request"
+			label := "native, warm 2, kept"
+			if perRequest {
+				label = "native, warm 2, per request"
+			}
 			var nb *native.Backend
-			if nb, err = native.New(native.Options{Warm: 2}); err == nil {
-				b = bench{name: "native, warm 2", backend: nb, close: func() { _ = nb.Close() }}
+			if nb, err = native.New(native.Options{Warm: 2, PerRequest: perRequest}); err == nil {
+				b = bench{name: label, backend: nb, close: func() { _ = nb.Close() }}
 			}
 		} else {
 			b, err = openBench(name, langs)
