@@ -494,6 +494,53 @@ func TestUpdate(t *testing.T) {
 	})
 }
 
+// TestRefillCPU writes a kept group's CPU bandwidth again (which the
+// kernel takes as a new period with the whole quota), on both versions,
+// and nothing without a CPU limit.
+func TestRefillCPU(t *testing.T) {
+	l := Limits{Memory: 64 << 20, Processes: 32, CPUs: 0.5}
+	for _, tc := range []struct {
+		name  string
+		tree  func(testing.TB, ...string) (*fakeTree, Options)
+		dir   string
+		file  string
+		after string
+	}{
+		{"v2", v2Tree, v2Base + "/run-1", "cpu.max", "50000 100000"},
+		{"v1", v1Tree, v1Base("cpu") + "/run-1", "cpu.cfs_quota_us", "50000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, opts := tc.tree(t)
+			m := mustDetect(t, opts)
+			g, err := m.Create("run-1", l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the kernel keeps in the file is the same value: the
+			// write is what counts, so the test clears the file first.
+			f.write(tc.dir+"/"+tc.file, "")
+			if err := g.RefillCPU(Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.dirFiles(tc.dir)[tc.file]; got != "" {
+				t.Errorf("%s = %q after RefillCPU without a CPU limit, want it untouched", tc.file, got)
+			}
+			if err := g.RefillCPU(l); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.dirFiles(tc.dir)[tc.file]; got != tc.after {
+				t.Errorf("%s = %q after RefillCPU, want %q", tc.file, got, tc.after)
+			}
+			if err := g.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.RefillCPU(l); !errors.Is(err, ErrDestroyed) {
+				t.Errorf("RefillCPU after Destroy: %v, want ErrDestroyed", err)
+			}
+		})
+	}
+}
+
 // TestSetBackground gives a group the least CPU weight and the default
 // back, on both versions.
 func TestSetBackground(t *testing.T) {

@@ -148,6 +148,35 @@ func (g *Group) write(h int, f ctl, val []byte) error {
 	return nil
 }
 
+// RefillCPU writes the group's CPU bandwidth (l.CPUs) again, which the
+// kernel takes as a new period with the whole quota: a group throttled by
+// what an earlier run used in the current period runs again at once. A
+// group kept from one run to the next calls it before each, so that no
+// run waits on its predecessor's CPU time. Without a CPU limit it does
+// nothing.
+func (g *Group) RefillCPU(l Limits) error {
+	if l.CPUs <= 0 {
+		return nil
+	}
+	q, err := cpuQuota(l.CPUs)
+	if err != nil {
+		return fmt.Errorf("unable to refill the CPU time of %s: %w", g.name, err)
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.destroyed {
+		return fmt.Errorf("unable to refill the CPU time of %s: %w", g.name, ErrDestroyed)
+	}
+	if g.m.version == V2 {
+		var buf [32]byte
+		b := strconv.AppendInt(buf[:0], q, 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, cpuPeriod, 10)
+		return g.write(0, ctlCPUMax, b)
+	}
+	return g.set(g.m.cpu, ctlCFSQuota, q)
+}
+
 func (g *Group) limitV2(l Limits) error {
 	m := g.m
 	if l.Memory > 0 {

@@ -249,6 +249,11 @@ func (r *run) reuse(sp *started) error {
 			return err
 		}
 		sp.limits = want
+	} else if err := sp.group.RefillCPU(want); err != nil {
+		// The quota an earlier run used in the current period is the
+		// kernel's to refill: without this, a run would wait for the
+		// next period (and so learn how much CPU the one before used).
+		return err
 	}
 	base, err := sp.group.Stats()
 	if err != nil {
