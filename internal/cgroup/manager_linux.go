@@ -158,8 +158,7 @@ func (g *Group) RefillCPU(l Limits) error {
 	if l.CPUs <= 0 {
 		return nil
 	}
-	q, err := cpuQuota(l.CPUs)
-	if err != nil {
+	if _, err := cpuQuota(l.CPUs); err != nil {
 		return fmt.Errorf("unable to refill the CPU time of %s: %w", g.name, err)
 	}
 	g.mu.RLock()
@@ -167,12 +166,22 @@ func (g *Group) RefillCPU(l Limits) error {
 	if g.destroyed {
 		return fmt.Errorf("unable to refill the CPU time of %s: %w", g.name, ErrDestroyed)
 	}
+	return g.setCPU(l.CPUs)
+}
+
+// setCPU writes the CPU bandwidth of cpus cores, validated by the caller:
+// cpu.max on v2, the period and the quota on v1.
+func (g *Group) setCPU(cpus float64) error {
+	q, _ := cpuQuota(cpus)
 	if g.m.version == V2 {
 		var buf [32]byte
 		b := strconv.AppendInt(buf[:0], q, 10)
 		b = append(b, ' ')
 		b = strconv.AppendInt(b, cpuPeriod, 10)
 		return g.write(0, ctlCPUMax, b)
+	}
+	if err := g.set(g.m.cpu, ctlCFSPeriod, cpuPeriod); err != nil {
+		return err
 	}
 	return g.set(g.m.cpu, ctlCFSQuota, q)
 }
@@ -195,14 +204,7 @@ func (g *Group) limitV2(l Limits) error {
 		}
 	}
 	if l.CPUs > 0 {
-		q, _ := cpuQuota(l.CPUs) // validated by Create
-		var buf [32]byte
-		b := strconv.AppendInt(buf[:0], q, 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, cpuPeriod, 10)
-		if err := g.write(0, ctlCPUMax, b); err != nil {
-			return err
-		}
+		return g.setCPU(l.CPUs) // validated by Create
 	}
 	return nil
 }
@@ -225,13 +227,7 @@ func (g *Group) limitV1(l Limits) error {
 		}
 	}
 	if l.CPUs > 0 {
-		q, _ := cpuQuota(l.CPUs) // validated by Create
-		if err := g.set(m.cpu, ctlCFSPeriod, cpuPeriod); err != nil {
-			return err
-		}
-		if err := g.set(m.cpu, ctlCFSQuota, q); err != nil {
-			return err
-		}
+		return g.setCPU(l.CPUs) // validated by Create
 	}
 	return nil
 }

@@ -89,13 +89,8 @@ func TestReuseHidesTheEarlierRequest(t *testing.T) {
 			leave: []string{"/bin/sh", "-c", "for d in /tmp /workspace; do i=0; while [ $i -lt 40 ]; do : > $d/f$i; i=$((i+1)); done; rm $d/f*; done"},
 			look:  []string{"/bin/sh", "-c", "for d in /tmp /workspace; do : > $d/mine; stat -c %i $d/mine; done"},
 			check: func(t *testing.T, res *sandbox.Result) {
-				// The same program in a sandbox of its own.
-				fresh := newBackendWith(t, native.Options{PerRequest: true})
-				want := reuseRun(t, fresh, nil, "/bin/sh", "-c", "for d in /tmp /workspace; do : > $d/mine; stat -c %i $d/mine; done")
-				if string(res.Stdout) != string(want.Stdout) {
-					t.Errorf("the second request's files have inode numbers %q, in a new sandbox %q: they tell how many files the first made",
-						res.Stdout, want.Stdout)
-				}
+				sameAsNew(t, res, "the inode numbers of its files (how many files the first made)",
+					"/bin/sh", "-c", "for d in /tmp /workspace; do : > $d/mine; stat -c %i $d/mine; done")
 			},
 			reused: ptr(true),
 		},
@@ -256,11 +251,7 @@ v.sendto(b"x", ("::1", 9))
 v.close()`},
 			look: []string{"/bin/sh", "-c", counterLook},
 			check: func(t *testing.T, res *sandbox.Result) {
-				fresh := newBackendWith(t, native.Options{PerRequest: true})
-				want := reuseRun(t, fresh, nil, "/bin/sh", "-c", counterLook)
-				if string(res.Stdout) != string(want.Stdout) {
-					t.Errorf("the second request's network counters:\n%s\nin a new sandbox:\n%s", res.Stdout, want.Stdout)
-				}
+				sameAsNew(t, res, "the network counters", "/bin/sh", "-c", counterLook)
 			},
 			reused: ptr(false),
 		},
@@ -299,6 +290,17 @@ v.close()`},
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sameAsNew fails the test unless res, the second request's, printed what
+// look prints in a sandbox of its own.
+func sameAsNew(t *testing.T, res *sandbox.Result, what string, look ...string) {
+	t.Helper()
+	fresh := newBackendWith(t, native.Options{PerRequest: true})
+	want := reuseRun(t, fresh, nil, look...)
+	if string(res.Stdout) != string(want.Stdout) {
+		t.Errorf("%s: the second request sees\n%s\nwhere a new sandbox sees\n%s", what, res.Stdout, want.Stdout)
+	}
+}
 
 // counterLook prints the network namespace's counters a run may move: the
 // loopback interface's, and the IPv4 and IPv6 statistics.

@@ -550,10 +550,7 @@ func peers(n, batch, judgeN, tests int, settle time.Duration) {
 				cl.counted += time.Since(t)
 			}
 		}
-		before, t := readProcStat(), time.Now()
-		time.Sleep(max(settle, 20*time.Millisecond))
-		idle.cpu = idle.cpu.add(readProcStat().sub(before))
-		idle.counted += time.Since(t)
+		idle.measureIdle(settle)
 	}
 	printPeers(os.Stdout, rows, cells, idle, batch, time.Since(start))
 }

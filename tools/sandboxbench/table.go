@@ -174,10 +174,7 @@ func table(names []string, n, batch int, settle time.Duration) {
 			}
 		}
 		// The machine's own load, measured as often as the rest.
-		before, t := readProcStat(), time.Now()
-		time.Sleep(max(settle, 20*time.Millisecond))
-		idle.cpu = idle.cpu.add(readProcStat().sub(before))
-		idle.counted += time.Since(t)
+		idle.measureIdle(settle)
 	}
 	printTable(workloads, configs, cells, idle, n, batch, time.Since(start))
 }
@@ -221,6 +218,16 @@ func concurrently(conc, total int, f func() error) error {
 // netCPU is the CPU time the machine spent per run of a cell, less what it
 // spends when nothing is measured (the load of everything else), scaled
 // to the time the cell's CPU was counted over.
+// measureIdle adds to c the machine's busy time (/proc/stat) over a pause
+// of settle (at least 20 ms) in which the benchmark runs nothing: the
+// background load that the CPU figures subtract.
+func (c *cell) measureIdle(settle time.Duration) {
+	before, t := readProcStat(), time.Now()
+	time.Sleep(max(settle, 20*time.Millisecond))
+	c.cpu = c.cpu.add(readProcStat().sub(before))
+	c.counted += time.Since(t)
+}
+
 func netCPU(c cell, idle cell) (total, system time.Duration) {
 	if c.runs == 0 {
 		return 0, 0
