@@ -46,6 +46,11 @@ type Options struct {
 	// sandbox.DefaultLimits; other fields are ignored. WorkspaceSize also
 	// bounds the compile step, which shares the workspace.
 	SandboxLimits sandbox.Limits
+	// KeepWorkspaceDirs keeps the directories of the workspaces it has
+	// removed for later ones to be mounted on (a long-lived server's
+	// choice: making and removing a directory per run on a disk file
+	// system costs as much as the workspace's mount). Close removes them.
+	KeepWorkspaceDirs bool
 }
 
 // Request is one execution: the arguments of ExecuteWithLimits and the
@@ -87,6 +92,9 @@ type Executor struct {
 	sampleInterval time.Duration
 	compileLimits  sandbox.Limits
 	sandboxLimits  sandbox.Limits
+	// spares, with Options.KeepWorkspaceDirs as root, keeps the
+	// directories of removed workspaces.
+	spares *capws.Spares
 }
 
 // New returns an Executor that runs programs in backend with the recipes
@@ -104,6 +112,9 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	}
 	if e.tempDir == "" {
 		e.tempDir = os.TempDir()
+	}
+	if opts.KeepWorkspaceDirs && capws.Supported() {
+		e.spares = capws.NewSpares(e.tempDir, workspacePrefix)
 	}
 	// The workspaces of runs whose process was killed still hold their
 	// memory (as root) or their directory (without root, a keeper's
@@ -274,7 +285,13 @@ func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 	if !capws.Supported() && !l.Compiled {
 		return nil, nil
 	}
-	d, err := newWorkspace(e.tempDir, workspacePrefix, size, 0)
+	var d *capws.Dir
+	var err error
+	if e.spares != nil {
+		d, err = e.spares.New(size, 0)
+	} else {
+		d, err = newWorkspace(e.tempDir, workspacePrefix, size, 0)
+	}
 	switch {
 	case err == nil:
 		return d, nil
@@ -284,6 +301,16 @@ func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 		return nil, fmt.Errorf("%w: %s is compiled in a host workspace, which must be size-capped: %w; run as root, allow user namespaces, or use an interpreted language", sandbox.ErrUnavailable, l.ID, err)
 	}
 	return nil, err
+}
+
+// Close removes the workspace directories kept for later runs
+// (Options.KeepWorkspaceDirs). The executor still runs afterwards, making
+// and removing a directory per run.
+func (e *Executor) Close() error {
+	if e.spares == nil {
+		return nil
+	}
+	return e.spares.Close()
 }
 
 // workspacePrefix starts the names of the workspaces the executor makes.

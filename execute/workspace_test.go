@@ -158,3 +158,50 @@ func TestStaleWorkspacesSwept(t *testing.T) {
 		t.Fatalf("a live workspace was touched: %v", err)
 	}
 }
+
+// TestKeptWorkspaceDirs runs twice with KeepWorkspaceDirs: the second run
+// gets the first's directory, as a new tmpfs with nothing of the first
+// run in it, and Close leaves nothing in the work directory.
+func TestKeptWorkspaceDirs(t *testing.T) {
+	testutil.RequireRoot(t)
+	var seen []string
+	run := func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+		seen = append(seen, spec.Workspace)
+		ents, err := os.ReadDir(spec.Workspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if e.Name() != "main.sc" {
+				t.Errorf("the run's workspace holds %s, left by an earlier run", e.Name())
+			}
+		}
+		if err := capws.Check(spec.Workspace, sandbox.DefaultLimits.WorkspaceSize); err != nil {
+			t.Errorf("the run's workspace: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(spec.Workspace, "left"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return &sandbox.Result{Status: sandbox.StatusOK}, nil
+	}
+	fb := &sandboxtest.Fake{T: t, HostWorkspace: true, Steps: []sandboxtest.Step{run, run}}
+	tmp := t.TempDir()
+	ex := New(fb, testTable(t), Options{TempDir: tmp, KeepWorkspaceDirs: true})
+	for range 2 {
+		if _, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != 2 || seen[0] != seen[1] {
+		t.Fatalf("the runs' workspaces were %v, want the first's directory kept for the second", seen)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 1 {
+		t.Fatalf("between runs the work directory holds %v, want the one kept directory", left)
+	}
+	if err := ex.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("after Close the work directory holds %v", left)
+	}
+}

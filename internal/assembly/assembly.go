@@ -167,6 +167,8 @@ func Open(ctx context.Context, opts Options) (_ *Parts, retErr error) {
 			TempDir:       cfg.Backend.WorkDir,
 			CompileLimits: CompileLimits(cfg),
 			SandboxLimits: SandboxLimits(cfg),
+			// Close removes them.
+			KeepWorkspaceDirs: true,
 		})
 	}
 	if opts.Sessions && cfg.Sessions.MaxCount > 0 {
@@ -223,6 +225,9 @@ func (p *Parts) Close() error {
 		var errs []error
 		if p.Sessions != nil {
 			errs = append(errs, p.Sessions.Close())
+		}
+		if p.Executor != nil {
+			errs = append(errs, p.Executor.Close())
 		}
 		if cl, ok := p.Backend.(io.Closer); ok && p.ownsBackend {
 			errs = append(errs, cl.Close())

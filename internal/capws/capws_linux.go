@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +44,139 @@ type Dir struct {
 	// mounted on in the keeper's namespace, and the keeper.
 	host   string
 	keeper *keeper
+	// spares, when set, takes the directory back on Remove; removed is
+	// set once Remove has run, after which the directory may be another
+	// workspace's.
+	spares  *Spares
+	removed bool
+}
+
+// Spares keeps the directories of removed workspaces, unmounted and with
+// nothing beneath, for later workspaces of one parent and prefix to be
+// mounted on: on a disk file system, making and removing a directory for
+// every workspace (a block allocated and freed through the journal) costs
+// as much as the mount. Close removes the directories it keeps; those of
+// a process that died go to Sweep like its workspaces. Without root there
+// is nothing to keep (the keeper mounts its workspaces), and New is
+// NewKept's.
+type Spares struct {
+	parent, prefix string
+
+	mu     sync.Mutex
+	dirs   []string
+	closed bool
+}
+
+// maxSpares bounds the directories a Spares keeps.
+const maxSpares = 32
+
+// NewSpares keeps directories for workspaces in parent named prefix, as
+// New names them.
+func NewSpares(parent, prefix string) *Spares {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	return &Spares{parent: parent, prefix: prefix}
+}
+
+// New makes a workspace as NewKept does, on a kept directory when there is
+// one; its Remove gives the directory back.
+func (s *Spares) New(size int64, inodes int) (*Dir, error) {
+	if !Supported() {
+		return InKeeper(s.parent, s.prefix, size, inodes)
+	}
+	dir := s.take()
+	if dir == "" {
+		d, err := New(s.parent, s.prefix, size, inodes)
+		if d != nil {
+			d.spares = s
+		}
+		return d, err
+	}
+	if err := Mount(dir, size, inodes); err != nil {
+		_ = os.Remove(dir) //nolint:forbidigo // a kept directory of this process's, empty and unmounted
+		return nil, err
+	}
+	return &Dir{Path: dir, spares: s}, nil
+}
+
+// take returns a kept directory that is still an empty directory of this
+// process's user and no mount, or "".
+func (s *Spares) take() string {
+	for {
+		s.mu.Lock()
+		if len(s.dirs) == 0 {
+			s.mu.Unlock()
+			return ""
+		}
+		dir := s.dirs[len(s.dirs)-1]
+		s.dirs = s.dirs[:len(s.dirs)-1]
+		s.mu.Unlock()
+		if emptyOwnDir(dir) {
+			return dir
+		}
+		_ = os.RemoveAll(dir) //nolint:forbidigo // a kept directory of this process's, unmounted; RemoveAll follows no link
+	}
+}
+
+// put keeps dir, unmounted, if it is empty and there is room.
+func (s *Spares) put(dir string) bool {
+	if !emptyOwnDir(dir) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.dirs) >= maxSpares {
+		return false
+	}
+	s.dirs = append(s.dirs, dir)
+	return true
+}
+
+// Close removes the kept directories; workspaces removed later remove
+// their own. It is safe to call more than once.
+func (s *Spares) Close() error {
+	s.mu.Lock()
+	dirs := s.dirs
+	s.dirs, s.closed = nil, true
+	s.mu.Unlock()
+	var errs []error
+	for _, dir := range dirs {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) { //nolint:forbidigo // a kept directory of this process's, empty and unmounted
+			errs = append(errs, fmt.Errorf("unable to remove the workspace directory %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// emptyOwnDir reports whether dir (never followed if it is a link) is a
+// directory of this process's user that holds nothing and is not a mount.
+func emptyOwnDir(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &stx); err != nil ||
+		int(stx.Uid) != os.Geteuid() || stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 ||
+		stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return false
+	}
+	var buf [512]byte
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if err != nil {
+			return false
+		}
+		if n == 0 {
+			return true
+		}
+		// ParseDirent leaves out "." and "..".
+		if _, _, names := unix.ParseDirent(buf[:n], 1, nil); len(names) > 0 {
+			return false
+		}
+	}
 }
 
 // New creates a fresh directory in parent, named prefix, this process's
@@ -119,7 +253,7 @@ func Unmount(dir string) error {
 
 // Remove unmounts the workspace and removes its directory. What the
 // program wrote goes with the tmpfs: nothing of it is walked or followed
-// on the host. It is safe to call more than once.
+// on the host. It is safe to call more than once (but not at once).
 func (d *Dir) Remove() error {
 	if d.keeper == nil {
 		if v, ok := kept.Load(d.Path); ok {
@@ -129,8 +263,17 @@ func (d *Dir) Remove() error {
 	if d.keeper != nil {
 		return d.removeKept()
 	}
+	if d.removed {
+		return nil
+	}
 	if err := Unmount(d.Path); err != nil {
 		return err
+	}
+	// Nothing was ever beneath the mount: the directory can serve
+	// another workspace.
+	if d.spares != nil && d.spares.put(d.Path) {
+		d.removed = true
+		return nil
 	}
 	// The directory beneath the mount was never written to; a removal
 	// that still finds entries (the mount went missing) removes them
@@ -140,6 +283,7 @@ func (d *Dir) Remove() error {
 			return fmt.Errorf("unable to remove the workspace %s: %w", d.Path, err)
 		}
 	}
+	d.removed = true
 	return nil
 }
 

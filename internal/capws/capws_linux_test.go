@@ -286,3 +286,81 @@ func TestSweepZombie(t *testing.T) {
 		t.Errorf("the zombie's workspace is still there: %v", err)
 	}
 }
+
+// TestSpares makes workspaces on kept directories: a removed workspace's
+// directory serves the next one, as a new capped tmpfs with nothing of
+// the last; a second Remove of the old workspace leaves the new one
+// alone; a kept directory found not empty is not used; Close removes
+// what is kept.
+func TestSpares(t *testing.T) {
+	testutil.RequireRoot(t)
+	parent := t.TempDir()
+	s := NewSpares(parent, "ws-")
+	first, err := s.New(testSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(first.Path, "left"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.New(testSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Path != first.Path {
+		t.Fatalf("the second workspace is %s, not the first's kept directory %s", second.Path, first.Path)
+	}
+	if err := Check(second.Path, testSize); err != nil {
+		t.Fatalf("the second workspace: %v", err)
+	}
+	if ents, err := os.ReadDir(second.Path); err != nil || len(ents) != 0 {
+		t.Fatalf("the second workspace holds %v (%v), want nothing", ents, err)
+	}
+	// The first workspace's Remove again must not take the second down.
+	if err := first.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(second.Path, testSize); err != nil {
+		t.Fatalf("after the first workspace's second Remove: %v", err)
+	}
+	if err := second.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	// Something written beneath a kept directory: it is not used again.
+	if err := os.WriteFile(filepath.Join(second.Path, "beneath"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third, err := s.New(testSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Path == second.Path {
+		t.Fatal("a kept directory with a file beneath it was used again")
+	}
+	if _, err := os.Lstat(second.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the kept directory with a file beneath it is still there: %v", err)
+	}
+	if err := third.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(parent); err != nil || len(ents) != 0 {
+		t.Fatalf("after Close the parent holds %v (%v), want nothing", ents, err)
+	}
+	// After Close a workspace's Remove removes its directory.
+	fourth, err := s.New(testSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fourth.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(fourth.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a workspace removed after Close left its directory: %v", err)
+	}
+}
