@@ -9,5 +9,5 @@
 # Env: N, C, PORT (18580), NICE (10). Prints the load tool's JSON report.
 source "$(dirname "$0")/loadserve.sh"
 start_server "$@"
-bin/loadtest -url "http://127.0.0.1:$PORT" -pid "$SERVER" -dirs "$TMPROOT/work,$TMPROOT/results" \
+bin/loadtest -url "http://127.0.0.1:$PORT" -pid "$SERVER" -dirs "$TMPROOT/work,$TMPROOT/results" -kept 16 \
 	-n "${N:-1000}" -c "${C:-50}" -retry -sample 5s

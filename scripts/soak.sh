@@ -11,5 +11,5 @@ soak_for="${1:-30m}"
 shift || true
 source "$(dirname "$0")/loadserve.sh"
 start_server "$@"
-bin/loadtest -url "http://127.0.0.1:$PORT" -pid "$SERVER" -dirs "$TMPROOT/work,$TMPROOT/results" \
+bin/loadtest -url "http://127.0.0.1:$PORT" -pid "$SERVER" -dirs "$TMPROOT/work,$TMPROOT/results" -kept 16 \
 	-duration "$soak_for" -c "${C:-2}" -retry -sample "${SAMPLE:-30s}"
