@@ -123,15 +123,20 @@ programs = {
     "go": "package main\nimport \"fmt\"\nfunc main() { fmt.Println(42) }\n",
     "rust": "fn main() { println!(\"42\"); }\n",
 }
+# What the mode promises runs. Under rlimits alone the address space
+# stands for memory, which Node.js, the JVM and Go do not survive and
+# rustc survives only now and then (whether its libraries' mappings fit
+# varies): those may go either way, and are reported, not judged.
 runs = set(programs) if mode == "default" else {"python", "python3", "bash", "c", "cpp"}
 failed = 0
 for lang, code in programs.items():
     r = post("/v1/run", {"language": lang, "code": code})
     ok = r["status"] == "success" and r["stdout"] == "42\n"
     want = lang in runs
-    failed += ok != want
+    failed += want and not ok
     print(f"test-pod-settings ({mode}):     {lang}: {r['status']} in {r['execution_time']} s"
-          + ("" if ok == want else f" UNEXPECTED ({'want success' if want else 'want no success'}): {r['error_message']} {r['stderr'][:300]}"))
+          + ("" if ok or not want else f" UNEXPECTED (want success): {r['error_message']} {r['stderr'][:300]}")
+          + ("" if want else " (may go either way under rlimits alone)"))
 
 r = post("/v1/run", {"language": "python", "code": "b = bytearray(256 * 1024 * 1024)\nprint(len(b))\n",
                      "limits": {"memory_limit": 64}})
