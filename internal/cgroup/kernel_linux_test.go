@@ -82,6 +82,14 @@ func kernelGroup(t *testing.T, l Limits) *Group {
 // command and its stdout.
 func startInGroup(t *testing.T, g *Group, script string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
+	cmd, _, stdout := startInGroupFed(t, g, script)
+	return cmd, stdout
+}
+
+// startInGroupFed is startInGroup that also returns the script's stdin,
+// past the line that released it, for the script to read more from.
+func startInGroupFed(t *testing.T, g *Group, script string) (*exec.Cmd, io.Writer, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", "read go && "+script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -104,7 +112,7 @@ func startInGroup(t *testing.T, g *Group, script string) (*exec.Cmd, *bufio.Read
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, bufio.NewReader(stdout)
+	return cmd, stdin, bufio.NewReader(stdout)
 }
 
 // waitSignal waits for cmd and returns the signal that ended it.
@@ -474,29 +482,8 @@ func TestKernelResetPeakWithProcess(t *testing.T) {
 	g := kernelGroup(t, Limits{Memory: limit, Processes: 16})
 	// The first python holds 40 MiB, the second touches 200 MiB after
 	// the reset: the limit must stop it, the group's, not a fresh one.
-	cmd := exec.Command("/bin/sh", "-c", `read go && /usr/bin/python3 -c "import sys; b = bytearray(40 << 20); print(1, flush=True); sys.stdin.readline()" && exec /usr/bin/python3 -c "b = bytearray(200 << 20)"`)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	if err := g.Add(cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+	cmd, stdin, stdout := startInGroupFed(t, g, `/usr/bin/python3 -c "import sys; b = bytearray(40 << 20); print(1, flush=True); sys.stdin.readline()" && exec /usr/bin/python3 -c "b = bytearray(200 << 20)"`)
+	if _, err := stdout.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	before, err := g.Stats()
