@@ -152,15 +152,16 @@ func (s *Spares) Close() error {
 // emptyOwnDir reports whether dir (never followed if it is a link) is a
 // directory of this process's user that holds nothing and is not a mount.
 func emptyOwnDir(dir string) bool {
+	if m, err := mountpoint.Is(dir); err != nil || m {
+		return false
+	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &stx); err != nil ||
-		int(stx.Uid) != os.Geteuid() || stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 ||
-		stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != os.Geteuid() {
 		return false
 	}
 	var buf [512]byte
