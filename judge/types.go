@@ -31,6 +31,24 @@ type ExecutionRequest struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Compare is the output comparison mode (see ParseCompare).
 	Compare string `json:"compare,omitempty"`
+
+	// Args are the program's arguments, appended to the run argv of
+	// every test.
+	Args []string `json:"args,omitempty"`
+	// CompilerFlags are added to the compile step, from the language's
+	// allow-list (see lang.Language.CheckCompilerFlags); a language
+	// without a compile step refuses any.
+	CompilerFlags []string `json:"compiler_flags,omitempty"`
+	// Env adds variables to the environment of every test's run; names
+	// match ^[A-Z_][A-Z0-9_]*$, and PATH, HOME, LD_*, the recipe's own
+	// and the server's are refused.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// ProgramOptions returns what the request adds to its code, for
+// Engine.Prepare.
+func (r ExecutionRequest) ProgramOptions() ProgramOptions {
+	return ProgramOptions{CompilerFlags: r.CompilerFlags, Args: r.Args, Env: r.Env}
 }
 
 // TestCase is one input with its expected output. When

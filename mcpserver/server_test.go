@@ -73,7 +73,7 @@ func (f *fakeRunner) last() execute.Request {
 // that wait for their context.
 type fakeEngine struct{ runner *fakeRunner }
 
-func (e fakeEngine) Prepare(_ context.Context, language, code string) (judge.Program, error) {
+func (e fakeEngine) Prepare(_ context.Context, language, code string, _ judge.ProgramOptions) (judge.Program, error) {
 	if language != "python" {
 		return nil, fmt.Errorf("%w: %s", judge.ErrUnsupportedLanguage, language)
 	}
