@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,32 @@ func TestRefusedOptionsAreAValidationError(t *testing.T) {
 	}
 	if res.ErrorInfo.Message != e.prepareErr.Error() || len(res.TestResults) != 0 {
 		t.Errorf("message %q with %d test results, want %q and none", res.ErrorInfo.Message, len(res.TestResults), e.prepareErr.Error())
+	}
+}
+
+// The rules of args and env that hold for every language refuse a
+// request before any engine sees it.
+func TestValidateOptions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*ExecutionRequest)
+		want string
+	}{
+		{"NUL argument", func(r *ExecutionRequest) { r.Args = []string{"ok", "a\x00b"} }, "Invalid args[1]: contains a NUL byte"},
+		{"LD_PRELOAD", func(r *ExecutionRequest) { r.Env = map[string]string{"LD_PRELOAD": "x.so"} }, "Invalid env.LD_PRELOAD"},
+		{"PATH", func(r *ExecutionRequest) { r.Env = map[string]string{"PATH": "/workspace"} }, "Invalid env.PATH"},
+		{"lower case", func(r *ExecutionRequest) { r.Env = map[string]string{"home": "x"} }, `Invalid env["home"]`},
+		{"too many flags", func(r *ExecutionRequest) { r.CompilerFlags = make([]string, 33) }, "Invalid compiler_flags: 33 flags"},
+	} {
+		req := request("python", "print(1)", TestCase{ExpectedOutput: "1"})
+		tt.edit(&req)
+		e := newEngine(nil)
+		res := newJudge(e, 1).Execute(context.Background(), req)
+		if res.ErrorInfo == nil || res.ErrorInfo.Code != CodeValidationError || !strings.HasPrefix(res.ErrorInfo.Message, tt.want) {
+			t.Errorf("%s: result %+v, want VALIDATION_ERROR %q", tt.name, res.ErrorInfo, tt.want)
+		}
+		if len(e.opts) != 0 {
+			t.Errorf("%s: the engine was asked to prepare a refused request", tt.name)
+		}
 	}
 }
