@@ -289,7 +289,7 @@ func (l *Language) CheckCompilerFlags(flags []string) error {
 			return optionError(field, "%q is refused: it could make the compiler read or write files or run other programs", f)
 		}
 		if !l.allowsFlag(f) {
-			return optionError(field, "%q is not among the %s compiler flags allowed (see `coderunner langs --json`)", f, l.ID)
+			return optionError(field, "%q is not among the %s compiler flags allowed (`coderunner langs --json` lists them)", f, l.ID)
 		}
 	}
 	return nil

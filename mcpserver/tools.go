@@ -55,7 +55,7 @@ func (s *Server) addTools() {
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        ToolListLanguages,
 		Title:       "List languages",
-		Description: "List the languages execute_code and judge_code accept, with their aliases, whether they are compiled, and whether their toolchain is installed here (with its version).",
+		Description: "List the languages execute_code and judge_code accept, with their aliases, whether they are compiled, whether their toolchain is installed here (with its version), and the compiler flags each accepts (regular expressions a whole flag must match).",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.listLanguages)
@@ -333,6 +333,9 @@ type languageInfo struct {
 	Available  bool     `json:"available"`
 	Version    string   `json:"version,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
+	// CompilerFlags is the allow-list of compiler_flags: regular
+	// expressions a whole flag must match.
+	CompilerFlags []string `json:"compiler_flags,omitempty"`
 }
 
 // languageList is list_languages' structured result.
@@ -354,6 +357,7 @@ func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*
 			out.Languages[i] = languageInfo{
 				ID: l.ID, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
 				Compiled: l.Compiled, Available: tc.Available, Version: tc.Version, Reason: tc.Reason,
+				CompilerFlags: l.CompilerFlagRules(),
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -95,5 +96,25 @@ func TestJudgeProgramOptions(t *testing.T) {
 			t.Errorf("step %q", s.Args)
 		}
 		t.Errorf("want one compile step ending with -O2")
+	}
+}
+
+// langs --json shows each compiled language's allow-list.
+func TestLangsShowCompilerFlags(t *testing.T) {
+	ta := newApp(t, "")
+	if code := ta.run("langs", "--json"); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.stderr)
+	}
+	var infos []langInfo
+	if err := json.Unmarshal(ta.stdout.Bytes(), &infos); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range infos {
+		switch {
+		case l.ID == "fakec" && !slices.Equal(l.CompilerFlags, []string{"-O[0-3]", "-D[A-Z]+=[0-9]+"}):
+			t.Errorf("fakec's compiler flags %q", l.CompilerFlags)
+		case l.ID == "fake" && l.CompilerFlags != nil:
+			t.Errorf("fake, interpreted, shows compiler flags %q", l.CompilerFlags)
+		}
 	}
 }
