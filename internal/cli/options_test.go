@@ -109,12 +109,17 @@ func TestLangsShowCompilerFlags(t *testing.T) {
 	if err := json.Unmarshal(ta.stdout.Bytes(), &infos); err != nil {
 		t.Fatal(err)
 	}
+	found := false
 	for _, l := range infos {
+		found = found || l.ID == "fakec"
 		switch {
 		case l.ID == "fakec" && !slices.Equal(l.CompilerFlags, []string{"-O[0-3]", "-D[A-Z]+=[0-9]+"}):
 			t.Errorf("fakec's compiler flags %q", l.CompilerFlags)
 		case l.ID == "fake" && l.CompilerFlags != nil:
 			t.Errorf("fake, interpreted, shows compiler flags %q", l.CompilerFlags)
 		}
+	}
+	if !found {
+		t.Errorf("no fakec in %s", ta.stdout)
 	}
 }
