@@ -246,7 +246,7 @@ func checkProgramFlags(l *lang.Language, args, flags []string, env map[string]st
 		}
 		return fmt.Errorf("--env: %s", oe.Reason)
 	}
-	return fmt.Errorf("the program's arguments (after --): %v", oe)
+	return fmt.Errorf("the program's arguments (after --): %w", oe)
 }
 
 // limitFlags maps the fields of ExecutionLimits to the flag that sets
