@@ -184,7 +184,7 @@ func TestCompilerFlagsRefused(t *testing.T) {
 			"--sysroot", "-Wl,-T,script", "-Wl,@f", "-Wl,-rpath,x", "-Wa,-adhln=x", "-Wp,-MD,f", "-Xlinker", "-Xassembler",
 			"-Xpreprocessor", "-fdump-tree-all", "-fprofile-generate", "-fprofile-use=x", "-save-temps", "-save-temps=obj", "-MF",
 			"-MD", "-M", "-aux-info", "-fsanitize-ignorelist=x", "-fsanitize-blacklist=x", "-fdebug-prefix-map=a=b",
-			"-fsanitize=thread", "-fsanitize=address,thread", "-D", "-DX=a/b", "-DX=\"s\"", "-DX=@f", "-D X", "-U", "-std=c++17",
+			"-fsanitize=thread", "-fsanitize=address,thread", "-fsanitize=leak", "-D", "-DX=a/b", "-DX=\"s\"", "-DX=@f", "-D X", "-U", "-std=c++17",
 			"-std=x", "-lcrypto", "-l", "-march=foo", "--param=x", "-print-search-dirs", "-v", "--help", "-###", "-E", "-S", "-c",
 			"main.c", "/etc/passwd", "x", "", "-O\n", "-DX=1\n#include <x>", "-\x00", "-Wl", "-W,x",
 		}},
