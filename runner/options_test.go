@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -112,4 +113,34 @@ func TestNativeGoFlags(t *testing.T) {
 	}
 	defer p.Close()
 	runOK(t, p, "1.2 [a] 7\n")
+}
+
+// The largest arguments and environment a request may give reach the
+// program whole: the caps are within what the kernel's execve takes.
+func TestNativeOptionsAtTheirCaps(t *testing.T) {
+	r, _ := newRunner(t, runner.Options{})
+	args := make([]string, lang.MaxArgs)
+	for i := range args {
+		args[i] = strings.Repeat("a", lang.MaxArgsBytes/lang.MaxArgs-1)
+	}
+	env := map[string]string{}
+	for i := range lang.MaxEnv {
+		name := fmt.Sprintf("V%02d", i)
+		env[name] = strings.Repeat("v", lang.MaxEnvBytes/lang.MaxEnv-len(name)-2)
+	}
+	opts := judge.ProgramOptions{Args: args, Env: env}
+	if err := lang.CheckArgs(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := lang.CheckEnv(env); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Prepare(context.Background(), "python",
+		"import os, sys\nprint(len(sys.argv) - 1, sum(map(len, sys.argv[1:])), sum(1 for k in os.environ if k.startswith('V')), sum(len(v) for k, v in os.environ.items() if k.startswith('V')))\n", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := fmt.Sprintf("%d %d %d %d\n", lang.MaxArgs, lang.MaxArgs*(lang.MaxArgsBytes/lang.MaxArgs-1), lang.MaxEnv, lang.MaxEnv*(lang.MaxEnvBytes/lang.MaxEnv-5))
+	runOK(t, p, want)
 }
