@@ -13,8 +13,8 @@
 // # Requests
 //
 // DecodeRequest reads the JSON form of an ExecutionRequest. It reads at
-// most MaxRequestBytes, ignores unknown fields (friendlier to clients, and
-// applied the same way to every nested object), and accepts "expected" for
+// most MaxRequestBytes, refuses a field the request does not have (at
+// any depth, named by its path; metadata alone is free-form), and accepts "expected" for
 // a test's "expected_output". A zero limit means its default (5000 ms per
 // test, 60000 ms in total, 256 MB, 1 CPU, "normalized" comparison), as a
 // zero field of sandbox.Limits does; an empty test id becomes

@@ -31,10 +31,12 @@ type fakeRunner struct {
 	reqs     []execute.Request
 	started  chan struct{}
 	canceled chan struct{}
+	// gate holds the calls of code "gated" until it is closed.
+	gate chan struct{}
 }
 
 func newFakeRunner() *fakeRunner {
-	return &fakeRunner{started: make(chan struct{}, 10), canceled: make(chan struct{}, 10)}
+	return &fakeRunner{started: make(chan struct{}, 10), canceled: make(chan struct{}, 10), gate: make(chan struct{})}
 }
 
 func (f *fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute.Result, error) {
@@ -54,6 +56,10 @@ func (f *fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute
 		res.Status, res.ExitCode, res.ErrorMessage = execute.StatusSetupError, -1, &msg
 	case code == "refuse":
 		return nil, fmt.Errorf("%w: 100 sessions are open", session.ErrTooManySessions)
+	case code == "gated":
+		f.started <- struct{}{}
+		<-f.gate
+		res.Stdout = "gated\n"
 	case code == "block":
 		f.started <- struct{}{}
 		<-ctx.Done()

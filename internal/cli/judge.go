@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/internal/assembly"
+	"github.com/coderunner/coderunner/internal/strictjson"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 )
@@ -306,11 +307,12 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// decodeTests reads a tests file: a JSON array of test cases.
+// decodeTests reads a tests file: a JSON array of test cases, refusing
+// a field a test case does not have ("[2].expected_ouput: unknown field").
 func decodeTests(raw []byte) ([]judge.TestCase, error) {
 	var tests []judge.TestCase
 	if err := json.Unmarshal(raw, &tests); err != nil {
-		return nil, err
+		return nil, strictjson.Explain(err, raw, &tests)
 	}
 	return tests, nil
 }
