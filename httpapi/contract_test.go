@@ -322,6 +322,7 @@ func TestRequestSchemasMatchDecoders(t *testing.T) {
 		{"RunRequest.limits", sub(schemas["RunRequest"].(map[string]any), "limits"), execute.ExecutionLimits{}, nil},
 		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judge.ExecutionRequest{}, nil},
 		{"JudgeRequest.test_cases", sub(schemas["JudgeRequest"].(map[string]any), "test_cases"), judge.TestCase{}, []string{"expected"}},
+		{"JudgeRequest.subtasks", sub(schemas["JudgeRequest"].(map[string]any), "subtasks"), judge.Subtask{}, nil},
 	} {
 		if tc.schema["additionalProperties"] != false {
 			t.Errorf("%s: additionalProperties is not false", tc.name)

@@ -80,6 +80,8 @@ func TestEndpoints(t *testing.T) {
 		{"run trailing", "POST", "/v1/run", `{"language":"python","code":"x"} x`, 400, CodeBadRequest, "body"},
 		{"run too large", "POST", "/v1/run", `{"language":"python","code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
 		{"judge", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}]}`, 200, "", ""},
+		{"judge subtasks", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}],"subtasks":[{"id":"s","points":5,"tests":["1"],"policy":"min","stop_at_first_failure":true}]}`, 200, "", ""},
+		{"judge subtask of no test", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}],"subtasks":[{"id":"s","points":5,"tests":["2"]}]}`, 400, CodeValidation, ""},
 		{"judge no tests", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[]}`, 400, CodeValidation, ""},
 		{"judge malformed", "POST", "/v1/judge", `{"code":`, 400, CodeValidation, ""},
 		{"judge too large", "POST", "/v1/judge", `{"code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},

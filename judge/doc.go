@@ -82,6 +82,14 @@
 // quote stderr (a program could print its input there): it says only how
 // the program ended.
 //
+// # Subtasks
+//
+// A request's Subtasks group its tests for scoring (subtask.go): each
+// earns its points by its policy (all, min or sum of its tests' scores)
+// and the result adds Score, MaxScore and SubtaskResults. A subtask that
+// stops at its first failure has its tests that have not started skipped
+// (TestSkipped) once one of them fails, unless another subtask needs them.
+//
 // # Failures
 //
 // Execute never returns an error and never panics. A failure of the
