@@ -113,6 +113,30 @@ func TestExecuteCodeOptions(t *testing.T) {
 	}
 }
 
+// The program's arguments and variables reach it on the native backend;
+// C compiled with -DX=3 prints 3.
+func TestProgramOptionsNative(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	res, err := c.ExecuteCode(context.Background(), "python", "import os, sys\nprint(sys.argv[1:], os.environ['GREETING'])\n",
+		WithArgs("one", "two words"), WithEnv(map[string]string{"GREETING": "hi"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSuccess || res.Stdout != "['one', 'two words'] hi\n" {
+		t.Errorf("python: %s, stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	requireLang(t, c, "c")
+	res, err = c.ExecuteCode(context.Background(), "c", "#include <stdio.h>\nint main(int c, char **v) { printf(\"%d %s\\n\", X, v[1]); return 0; }\n",
+		WithCompilerFlags("-DX=3", "-O0"), WithArgs("arg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSuccess || res.Stdout != "3 arg\n" {
+		t.Errorf("c: %s, stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+}
+
 func TestSetupError(t *testing.T) {
 	c := newFake(t, &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{sandboxtest.Fails(errors.New("cgroup vanished"))}})
 	res, err := c.ExecuteCode(context.Background(), "bash", "echo hi")
@@ -145,6 +169,14 @@ func TestRefusals(t *testing.T) {
 			"invalid execution limits: time_limit 301 must be between 1 and 300 seconds"},
 		{"session", "python", "print(1)", ExecutionLimits{}, []Option{WithSession(bad)}, ErrInvalidSessionID,
 			`invalid session_id "../etc": it must be 1 to 64 letters, digits, '_' or '-'`},
+		{"compiler flag", "c", "int main(){}", ExecutionLimits{}, []Option{WithCompilerFlags("-O2", "-B/tmp")}, ErrInvalidOption,
+			`compiler_flags[1]: "-B/tmp" is refused: it could make the compiler read or write files or run other programs`},
+		{"flag for python", "python", "print(1)", ExecutionLimits{}, []Option{WithCompilerFlags("-O2")}, ErrInvalidOption,
+			"compiler_flags: python has no compile step: it takes no compiler flags"},
+		{"LD_PRELOAD", "python", "print(1)", ExecutionLimits{}, []Option{WithEnv(map[string]string{"LD_PRELOAD": "/workspace/x.so"})}, ErrInvalidOption,
+			"env.LD_PRELOAD: names starting with LD_ are refused"},
+		{"NUL argument", "python", "print(1)", ExecutionLimits{}, []Option{WithArgs("a\x00")}, ErrInvalidOption,
+			"args[0]: contains a NUL byte"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

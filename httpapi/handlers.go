@@ -131,6 +131,10 @@ type runRequest struct {
 	Timeout   *float64                `json:"timeout"`
 	SessionID *string                 `json:"session_id"`
 	Limits    execute.ExecutionLimits `json:"limits"`
+
+	Args          []string          `json:"args"`
+	CompilerFlags []string          `json:"compiler_flags"`
+	Env           map[string]string `json:"env"`
 }
 
 // handleRun is POST /v1/run: one program, its result in the response.
@@ -144,6 +148,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
+	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
 	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
 		req.Limits.TimeLimit = *rr.Timeout
 	}
@@ -199,14 +204,25 @@ func precheckRun(req execute.Request) error {
 			return err
 		}
 	}
+	// The rules of every language; the language's own (its compiler
+	// flags, its recipe's variables) are the executor's to check.
+	if err := lang.CheckArgs(req.Args); err != nil {
+		return err
+	}
+	if err := lang.CheckEnv(req.Env); err != nil {
+		return err
+	}
 	return req.Limits.WithDefaults().Validate()
 }
 
 // refuseRun answers a refused /v1/run request naming the field.
 func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, viaTimeout bool) {
 	var le *execute.LimitError
+	var oe *lang.OptionError
 	status, code, field := http.StatusBadRequest, CodeBadRequest, ""
 	switch {
+	case errors.As(err, &oe):
+		field, err = oe.Field, errors.New(oe.Reason)
 	case errors.As(err, &le):
 		field = "limits." + le.Field
 		if le.Field == "time_limit" && viaTimeout {
@@ -362,6 +378,12 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 		s.cancelled(w, r)
 		return
 	}
+	if res.ErrorInfo != nil && res.ErrorInfo.Code == judge.CodeValidationError {
+		// Refused by the engine, which alone knows the language's rules
+		// (its compiler flags): a bad request all the same.
+		s.refuseJudgeResult(w, r, res)
+		return
+	}
 	reason := ""
 	if res.Status != judge.StatusAllPassed {
 		reason = string(res.Status)
@@ -371,9 +393,15 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) refuseJudge(w http.ResponseWriter, r *http.Request, id string, err error) {
-	m, merr := judgeRefusal(r, judge.InvalidRequestResult(id, err, 0), err.Error())
+	s.refuseJudgeResult(w, r, judge.InvalidRequestResult(id, err, 0))
+}
+
+// refuseJudgeResult answers 400 with res, a refusal.
+func (s *Server) refuseJudgeResult(w http.ResponseWriter, r *http.Request, res judge.ExecutionResult) {
+	msg := res.ErrorInfo.Message
+	m, merr := judgeRefusal(r, res, msg)
 	if merr != nil {
-		writeError(w, r, http.StatusBadRequest, CodeValidation, err.Error())
+		writeError(w, r, http.StatusBadRequest, CodeValidation, msg)
 		return
 	}
 	writeJSON(w, http.StatusBadRequest, m)

@@ -309,7 +309,7 @@ type BrokenEngine struct{ Err error }
 var _ judge.Engine = BrokenEngine{}
 
 // Prepare fails with the reason there is no engine.
-func (b BrokenEngine) Prepare(context.Context, string, string) (judge.Program, error) {
+func (b BrokenEngine) Prepare(context.Context, string, string, judge.ProgramOptions) (judge.Program, error) {
 	return nil, fmt.Errorf("the judge is unavailable: %w", b.Err)
 }
 
