@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -111,6 +112,8 @@ func (s *Server) executeSchema() map[string]any {
 				"description": "Memory limit of the program and its children, in MB."},
 			"session_id": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
 				"description": "Session to run in: files written in /workspace stay for the next call with the same session_id; processes, /tmp and memory are fresh each call. Idle sessions end after a while (30 minutes by default). Omit for a throwaway workspace."},
+			"session_ttl_seconds": map[string]any{"type": "integer", "minimum": 1,
+				"description": "How long the session (session_id, required) may stay idle before it ends and its files are removed, in seconds; kept for later calls that give none. At most the server's maximum (a day by default)."},
 		},
 	}
 }
@@ -160,6 +163,8 @@ type executeArgs struct {
 	Timeout     *float64 `json:"timeout"`
 	MemoryLimit *int     `json:"memory_limit"`
 	SessionID   *string  `json:"session_id"`
+	// SessionTTLSeconds sets the idle timeout of the session.
+	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
 }
 
 // request checks the arguments and builds the executor's request. Its
@@ -194,7 +199,18 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 			return execute.Request{}, fmt.Errorf("argument \"session_id\": %w", err)
 		}
 	}
-	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID}, nil
+	var ttl time.Duration
+	if a.SessionTTLSeconds != nil {
+		secs := *a.SessionTTLSeconds
+		switch {
+		case a.SessionID == nil:
+			return execute.Request{}, errors.New("argument \"session_ttl_seconds\" needs a session_id: it is the idle timeout of that session")
+		case secs < 1 || secs > int64(math.MaxInt64/time.Second):
+			return execute.Request{}, fmt.Errorf("argument \"session_ttl_seconds\": %d must be at least 1", secs)
+		}
+		ttl = time.Duration(secs) * time.Second
+	}
+	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl}, nil
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
