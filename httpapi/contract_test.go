@@ -12,6 +12,11 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/strictjson"
+	"github.com/coderunner/coderunner/invoke"
+	"github.com/coderunner/coderunner/judge"
 )
 
 // spec is the parsed OpenAPI document.
@@ -287,6 +292,50 @@ func TestValidatorCatchesMismatches(t *testing.T) {
 		_ = json.Unmarshal([]byte(tc.body), &v)
 		if errs := validate(v, schema, "$"); (len(errs) > 0) != tc.bad {
 			t.Errorf("%s: errors %v, want bad=%v", tc.body, errs, tc.bad)
+		}
+	}
+}
+
+// TestRequestSchemasMatchDecoders: each request schema of the document
+// refuses other properties, as the server does, and lists exactly the
+// fields the server decodes (and the aliases it accepts), so that a field
+// added to one is added to the other.
+func TestRequestSchemasMatchDecoders(t *testing.T) {
+	schemas := spec["components"].(map[string]any)["schemas"].(map[string]any)
+	sub := func(s map[string]any, path ...string) map[string]any {
+		for _, p := range path {
+			s = s["properties"].(map[string]any)[p].(map[string]any)
+			if items, ok := s["items"].(map[string]any); ok {
+				s = items
+			}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		schema  map[string]any
+		decoded any
+		aliases []string
+	}{
+		{"ExecuteRequest", sub(schemas["ExecuteRequest"].(map[string]any)), invoke.Request{}, nil},
+		{"RunRequest", sub(schemas["RunRequest"].(map[string]any)), runRequest{}, nil},
+		{"RunRequest.limits", sub(schemas["RunRequest"].(map[string]any), "limits"), execute.ExecutionLimits{}, nil},
+		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judge.ExecutionRequest{}, nil},
+		{"JudgeRequest.test_cases", sub(schemas["JudgeRequest"].(map[string]any), "test_cases"), judge.TestCase{}, []string{"expected"}},
+		{"JudgeRequest.subtasks", sub(schemas["JudgeRequest"].(map[string]any), "subtasks"), judge.Subtask{}, nil},
+	} {
+		if tc.schema["additionalProperties"] != false {
+			t.Errorf("%s: additionalProperties is not false", tc.name)
+		}
+		var documented []string
+		for k := range tc.schema["properties"].(map[string]any) {
+			documented = append(documented, k)
+		}
+		slices.Sort(documented)
+		want := append(strictjson.Names(tc.decoded), tc.aliases...)
+		slices.Sort(want)
+		if !slices.Equal(documented, want) {
+			t.Errorf("%s documents %v; the server decodes %v", tc.name, documented, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/strictjson"
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
@@ -430,10 +432,16 @@ func (s *Server) refuseJudge(w http.ResponseWriter, r *http.Request, id string, 
 }
 
 // decodeJSON reads one JSON object into v, naming the field of a type
-// error. Unknown fields are ignored, as in every request of the service.
+// error. A field v does not have is refused with its path: a client
+// written for another system would otherwise get an answer to a question
+// it did not ask.
 func decodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	err := dec.Decode(v)
+	doc, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	dec := strictjson.NewDecoder(bytes.NewReader(doc))
+	err = dec.Decode(v)
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, io.EOF):
@@ -441,6 +449,9 @@ func decodeJSON(r io.Reader, v any) error {
 	case errors.As(err, &te) && te.Field != "":
 		return fmt.Errorf("%s: must not be a JSON %s", te.Field, te.Value)
 	case err != nil:
+		if uf := (*strictjson.UnknownFieldError)(nil); errors.As(strictjson.Explain(err, doc, v), &uf) {
+			return uf
+		}
 		return fmt.Errorf("body: malformed JSON: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

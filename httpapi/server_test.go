@@ -55,7 +55,7 @@ func TestEndpoints(t *testing.T) {
 		code, field              string // for errors: the code and the field the message starts with
 	}{
 		{"execute", "POST", "/execute", validExecute, 200, "", ""},
-		{"execute unknown field", "POST", "/execute", `{"execution_id":"e","code":"x","language":"sh","whatever":1}`, 200, "", ""},
+		{"execute unknown field", "POST", "/execute", `{"execution_id":"e","code":"x","language":"sh","whatever":1}`, 400, CodeBadRequest, "whatever: unknown field"},
 		{"execute malformed", "POST", "/execute", `{"execution_id":`, 400, CodeBadRequest, "body"},
 		{"execute empty", "POST", "/execute", ``, 400, CodeBadRequest, "body"},
 		{"execute no id", "POST", "/execute", `{"code":"x","language":"python"}`, 400, CodeBadRequest, "execution_id"},
@@ -75,9 +75,13 @@ func TestEndpoints(t *testing.T) {
 		{"run memory", "POST", "/v1/run", `{"language":"python","code":"x","limits":{"memory_limit":1}}`, 400, CodeBadRequest, "limits.memory_limit"},
 		{"run session", "POST", "/v1/run", `{"language":"python","code":"x","session_id":"../x"}`, 400, CodeBadRequest, "session_id"},
 		{"run type", "POST", "/v1/run", `{"language":"python","code":7}`, 400, CodeBadRequest, "code"},
+		{"run unknown field", "POST", "/v1/run", `{"language":"python","code":"x","checker":{}}`, 400, CodeBadRequest, "checker: unknown field"},
+		{"run unknown limit", "POST", "/v1/run", `{"language":"python","code":"x","limits":{"memory":64}}`, 400, CodeBadRequest, "limits.memory: unknown field"},
 		{"run trailing", "POST", "/v1/run", `{"language":"python","code":"x"} x`, 400, CodeBadRequest, "body"},
 		{"run too large", "POST", "/v1/run", `{"language":"python","code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
 		{"judge", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}]}`, 200, "", ""},
+		{"judge subtasks", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}],"subtasks":[{"id":"s","points":5,"tests":["1"],"policy":"min","stop_at_first_failure":true}]}`, 200, "", ""},
+		{"judge subtask of no test", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}],"subtasks":[{"id":"s","points":5,"tests":["2"]}]}`, 400, CodeValidation, ""},
 		{"judge no tests", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[]}`, 400, CodeValidation, ""},
 		{"judge malformed", "POST", "/v1/judge", `{"code":`, 400, CodeValidation, ""},
 		{"judge too large", "POST", "/v1/judge", `{"code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
@@ -106,8 +110,19 @@ func TestEndpoints(t *testing.T) {
 			}
 		})
 	}
-	if len(fe.runs) != 2 {
-		t.Errorf("executor ran %d requests, want only the 2 valid ones", len(fe.runs))
+	if len(fe.runs) != 1 {
+		t.Errorf("executor ran %d requests, want only the valid one", len(fe.runs))
+	}
+	// A judge request from a client written for another system is
+	// refused naming the field, nested ones by their path.
+	for body, field := range map[string]string{
+		`{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","expected_ouput":"1"}]}`: "test_cases[0].expected_ouput: unknown field",
+		`{"source_code":"print(1)","language_id":71}`:                                                             "source_code: unknown field",
+	} {
+		rec := do(t, s, "POST", "/v1/judge", body, nil)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), field) {
+			t.Errorf("judge %s: %d %s", body, rec.Code, rec.Body)
+		}
 	}
 	rec := do(t, s, "GET", "/metrics", "", nil)
 	for _, m := range []string{"coderunner_executions_total", "coderunner_execution_duration_seconds", "coderunner_active_executions",

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coderunner/coderunner/internal/strictjson"
 )
 
 // Bounds of a request: code at most 1 MB, timeout 1 to 3600 s.
@@ -122,26 +124,30 @@ type wire struct {
 	Mode        *string         `json:"mode"`
 }
 
-// DecodeRequest reads one JSON request from r and validates it. Unknown
-// fields are ignored, as in every request of the HTTP service; data after
-// the object is refused. It reads at most MaxRequestBytes. Errors are
-// *FieldError of class ErrInvalidRequest or ErrTooLarge.
+// DecodeRequest reads one JSON request from r and validates it. A field
+// the request does not have is refused naming it (the fields above are
+// all that the control plane's clients send); data after the object is
+// refused. It reads at most MaxRequestBytes. Errors are *FieldError of
+// class ErrInvalidRequest or ErrTooLarge.
 func DecodeRequest(r io.Reader) (Request, error) {
-	lr := &io.LimitedReader{R: r, N: MaxRequestBytes + 1}
-	dec := json.NewDecoder(lr)
-	dec.UseNumber()
-	var w wire
-	err := dec.Decode(&w)
-	if lr.N <= 0 {
+	doc, err := io.ReadAll(&io.LimitedReader{R: r, N: MaxRequestBytes + 1})
+	if len(doc) > MaxRequestBytes {
 		return Request{}, tooLarge("body", "more than %d bytes", MaxRequestBytes)
 	}
 	if err != nil {
+		return Request{}, invalid("body", "unreadable: %v", err)
+	}
+	dec := strictjson.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var w wire
+	if err := dec.Decode(&w); err != nil {
+		var uf *strictjson.UnknownFieldError
+		if errors.As(strictjson.Explain(err, doc, &w), &uf) {
+			return Request{}, invalid(uf.Path, "unknown field; a request has execution_id, code, language, timeout, stdin, event and mode")
+		}
 		return Request{}, decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if lr.N <= 0 {
-			return Request{}, tooLarge("body", "more than %d bytes", MaxRequestBytes)
-		}
 		return Request{}, invalid("body", "unexpected data after the JSON object")
 	}
 	return w.request()

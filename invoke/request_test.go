@@ -20,7 +20,7 @@ func TestDecodeRequest(t *testing.T) {
 					t.Errorf("defaults not applied: %+v", r)
 				}
 			}},
-		{"all fields", `{"execution_id":"A_b-9","code":"x","language":"JS","timeout":3600,"stdin":"in","event":{"a":[1]},"mode":"script","extra":true}`, "", nil,
+		{"all fields", `{"execution_id":"A_b-9","code":"x","language":"JS","timeout":3600,"stdin":"in","event":{"a":[1]},"mode":"script"}`, "", nil,
 			func(t *testing.T, r Request) {
 				if r.Language != "javascript" || r.Timeout != 3600 || r.Stdin != "in" || string(r.Event) != `{"a":[1]}` || r.Mode != ModeScript {
 					t.Errorf("decoded %+v", r)
@@ -32,6 +32,8 @@ func TestDecodeRequest(t *testing.T) {
 					t.Errorf("shell must be a script: %+v", r)
 				}
 			}},
+		{"unknown field", `{"execution_id":"e","code":"x","language":"py","extra":true}`, "extra", ErrInvalidRequest, nil},
+		{"another system's field", `{"execution_id":"e","source_code":"x","language":"py"}`, "source_code", ErrInvalidRequest, nil},
 		{"null event", `{"execution_id":"e","code":"x","language":"py","event":null}`, "", nil, nil},
 		{"empty body", ``, "body", ErrInvalidRequest, nil},
 		{"not an object", `[1,2]`, "body", ErrInvalidRequest, nil},

@@ -1,10 +1,13 @@
 package judge
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/coderunner/coderunner/internal/strictjson"
 )
 
 // MaxRequestBytes is the largest JSON request DecodeRequest reads. It leaves
@@ -16,11 +19,13 @@ const MaxRequestBytes = 64 << 20
 // It never reads more than MaxRequestBytes (+1 to detect the excess), so the
 // memory it allocates is bounded by that; callers that face the network
 // should still pass a reader limited to what they accept (for example
-// http.MaxBytesReader) so that they can answer 413 early. Unknown fields are
-// ignored, as clients of Judge0 and Piston expect, here and in every nested
-// object; trailing data after the object is an error. The request is not
-// validated: Judge.Execute does that, so that a refusal is still an
-// ExecutionResult.
+// http.MaxBytesReader) so that they can answer 413 early. A field the
+// request does not have, here or in a nested object, is refused with its
+// path ("test_cases[2].checker: unknown field"): a client written for
+// another system would otherwise be judged on what it did not ask for.
+// Only "metadata" is free-form. Trailing data after the object is an
+// error. The request is not validated: Judge.Execute does that, so that a
+// refusal is still an ExecutionResult.
 //
 // Errors wrap ErrRequestTooLarge or ErrInvalidRequest.
 func DecodeRequest(r io.Reader) (ExecutionRequest, error) {
@@ -30,24 +35,22 @@ func DecodeRequest(r io.Reader) (ExecutionRequest, error) {
 // decodeRequest is DecodeRequest with the size limit as a parameter, so
 // that tests need not feed it 64 MiB.
 func decodeRequest(r io.Reader, limit int64) (ExecutionRequest, error) {
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	dec := json.NewDecoder(lr)
-	var req ExecutionRequest
-	err := dec.Decode(&req)
-	if lr.N <= 0 {
+	doc, err := io.ReadAll(&io.LimitedReader{R: r, N: limit + 1})
+	if int64(len(doc)) > limit {
 		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, limit)
 	}
 	if err != nil {
+		return ExecutionRequest{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	dec := strictjson.NewDecoder(bytes.NewReader(doc))
+	var req ExecutionRequest
+	if err := dec.Decode(&req); err != nil {
 		if errors.Is(err, io.EOF) {
 			return ExecutionRequest{}, fmt.Errorf("%w: empty body", ErrInvalidRequest)
 		}
-		return ExecutionRequest{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return ExecutionRequest{}, fmt.Errorf("%w: %w", ErrInvalidRequest, strictjson.Explain(err, doc, &req))
 	}
-	_, err = dec.Token()
-	if lr.N <= 0 {
-		return ExecutionRequest{}, fmt.Errorf("%w: more than %d bytes", ErrRequestTooLarge, limit)
-	}
-	if !errors.Is(err, io.EOF) {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ExecutionRequest{}, fmt.Errorf("%w: unexpected data after the request object", ErrInvalidRequest)
 	}
 	return req, nil
@@ -62,7 +65,7 @@ func (tc *TestCase) UnmarshalJSON(data []byte) error {
 		plain
 		Expected *string `json:"expected"`
 	}
-	if err := json.Unmarshal(data, &aux); err != nil {
+	if err := strictjson.Unmarshal(data, &aux); err != nil {
 		return err
 	}
 	if aux.Expected != nil {

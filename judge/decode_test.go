@@ -20,8 +20,7 @@ func TestDecodeRequest(t *testing.T) {
 			{"id": "c", "expected": "4", "expected_output": "4", "timeout_ms": null}
 		],
 		"timeout_ms": 1000, "total_timeout_ms": 9000, "memory_limit_mb": 64, "cpu_limit": 0.5,
-		"metadata": {"k": [1, "v"]}, "compare": "tokens",
-		"unknown_top": {"x": 1}
+		"metadata": {"k": [1, "v"]}, "compare": "tokens"
 	}`
 	got, err := DecodeRequest(strings.NewReader(full))
 	if err != nil {
@@ -56,6 +55,9 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"expected and expected_output differ", `{"test_cases": [{"id": "t", "expected": "1", "expected_output": "2"}]}`, ErrInvalidRequest, `test case "t": expected and expected_output differ`},
 		{"trailing data", `{"code": "x"} {"code": "y"}`, ErrInvalidRequest, "unexpected data after the request object"},
 		{"truncated", `{"code": "x"`, ErrInvalidRequest, "unexpected EOF"},
+		{"unknown field", `{"code": "x", "files": []}`, ErrInvalidRequest, "files: unknown field"},
+		{"unknown nested field", `{"test_cases": [{"id": "a"}, {"id": "b", "expected_ouput": "1"}]}`, ErrInvalidRequest, "test_cases[1].expected_ouput: unknown field"},
+		{"another system's field", `{"source_code": "x", "language_id": 71}`, ErrInvalidRequest, "source_code: unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

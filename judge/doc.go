@@ -13,8 +13,8 @@
 // # Requests
 //
 // DecodeRequest reads the JSON form of an ExecutionRequest. It reads at
-// most MaxRequestBytes, ignores unknown fields (friendlier to clients, and
-// applied the same way to every nested object), and accepts "expected" for
+// most MaxRequestBytes, refuses a field the request does not have (at
+// any depth, named by its path; metadata alone is free-form), and accepts "expected" for
 // a test's "expected_output". A zero limit means its default (5000 ms per
 // test, 60000 ms in total, 256 MB, 1 CPU, "normalized" comparison), as a
 // zero field of sandbox.Limits does; an empty test id becomes
@@ -81,6 +81,14 @@
 // when they are the first failure, and a runtime error's message does not
 // quote stderr (a program could print its input there): it says only how
 // the program ended.
+//
+// # Subtasks
+//
+// A request's Subtasks group its tests for scoring (subtask.go): each
+// earns its points by its policy (all, min or sum of its tests' scores)
+// and the result adds Score, MaxScore and SubtaskResults. A subtask that
+// stops at its first failure has its tests that have not started skipped
+// (TestSkipped) once one of them fails, unless another subtask needs them.
 //
 // # Failures
 //

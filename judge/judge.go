@@ -165,7 +165,9 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	var ce *CompileError
 	switch {
 	case errors.As(err, &ce):
-		return compilationErrorResult(req, ce, elapsed())
+		res := compilationErrorResult(req, ce, elapsed())
+		score(req, &res, nil)
+		return res
 	case errors.Is(err, ErrUnsupportedLanguage):
 		return unsupportedLanguageResult(req, elapsed())
 	case err != nil:
@@ -188,7 +190,9 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 		j.log.Error("running the tests failed", "request_id", req.RequestID, "language", req.Language, "error", err)
 		return sandboxErrorResult(req, stage, err, elapsed())
 	}
-	return buildResult(req, results, elapsed())
+	res = buildResult(req, results, elapsed())
+	score(req, &res, results)
+	return res
 }
 
 // runTests runs every test of a valid request and returns their verdicts in
@@ -219,15 +223,23 @@ func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program
 		cancelRun(err)
 	}
 
+	skips := newSkipper(req)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(j.parallel, len(req.TestCases)) {
 		wg.Go(func() {
 			for i := range next {
-				tr, err := j.runOne(totalCtx, req, i, prog, cmp, base, kept)
-				if err != nil {
-					fail(err)
-					continue
+				var tr TestResult
+				if skip, subtask := skips.skip(i, req); skip {
+					tr = maybeRedact(req.TestCases[i], skippedResult(req.TestCases[i], subtask), nil)
+				} else {
+					var err error
+					tr, err = j.runOne(totalCtx, req, i, prog, cmp, base, kept)
+					if err != nil {
+						fail(err)
+						continue
+					}
+					skips.done(i, tr)
 				}
 				results[i] = tr
 				if j.progress != nil {

@@ -31,6 +31,9 @@ type ExecutionRequest struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Compare is the output comparison mode (see ParseCompare).
 	Compare string `json:"compare,omitempty"`
+	// Subtasks, when given, group the tests for scoring: the result then
+	// has a score, a max_score and each subtask's score.
+	Subtasks []Subtask `json:"subtasks,omitempty"`
 }
 
 // TestCase is one input with its expected output. When
@@ -71,6 +74,14 @@ type ExecutionResult struct {
 	// ErrorInfo describes the first failure, or is nil when the status is
 	// all_passed or some_passed.
 	ErrorInfo *ExecutionError `json:"error_info"`
+	// Score and MaxScore are the points earned and the points there were,
+	// when the request has subtasks and its tests ran or its code did not
+	// compile (a score of 0); absent otherwise.
+	Score    *float64 `json:"score,omitempty"`
+	MaxScore *float64 `json:"max_score,omitempty"`
+	// SubtaskResults are the subtasks' scores, in the request's order,
+	// alongside Score.
+	SubtaskResults []SubtaskResult `json:"subtask_results,omitempty"`
 }
 
 // ExecutionStatus is the overall verdict of a request.
@@ -125,6 +136,9 @@ const (
 	TestRuntimeError   TestStatus = "runtime_error"
 	TestTimeout        TestStatus = "timeout"
 	TestMemoryExceeded TestStatus = "memory_exceeded"
+	// TestSkipped is a test that did not run: every subtask it belongs to
+	// stops at its first failure and had failed.
+	TestSkipped TestStatus = "skipped"
 )
 
 // ExecutionError describes why a request did not pass.

@@ -123,7 +123,7 @@ func (r ExecutionRequest) Validate() error {
 	if total > MaxTestDataBytes {
 		return invalidf("Test data too large: %d bytes (max %d)", total, MaxTestDataBytes)
 	}
-	return nil
+	return r.validateSubtasks()
 }
 
 // ValidationError is a reason to refuse a request. Its message is shown to

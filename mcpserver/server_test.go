@@ -31,10 +31,12 @@ type fakeRunner struct {
 	reqs     []execute.Request
 	started  chan struct{}
 	canceled chan struct{}
+	// gate holds the calls of code "gated" until it is closed.
+	gate chan struct{}
 }
 
 func newFakeRunner() *fakeRunner {
-	return &fakeRunner{started: make(chan struct{}, 10), canceled: make(chan struct{}, 10)}
+	return &fakeRunner{started: make(chan struct{}, 10), canceled: make(chan struct{}, 10), gate: make(chan struct{})}
 }
 
 func (f *fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute.Result, error) {
@@ -54,6 +56,10 @@ func (f *fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute
 		res.Status, res.ExitCode, res.ErrorMessage = execute.StatusSetupError, -1, &msg
 	case code == "refuse":
 		return nil, fmt.Errorf("%w: 100 sessions are open", session.ErrTooManySessions)
+	case code == "gated":
+		f.started <- struct{}{}
+		<-f.gate
+		res.Stdout = "gated\n"
 	case code == "block":
 		f.started <- struct{}{}
 		<-ctx.Done()
@@ -401,6 +407,43 @@ func TestJudgeCode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJudgeCodeSubtasks: judge_code takes subtasks and answers with the
+// score, in the structured result and in the summary line.
+func TestJudgeCodeSubtasks(t *testing.T) {
+	s, _ := newServer(t)
+	cs := connect(t, s, "memory", nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolJudgeCode, Arguments: map[string]any{
+		"language": "python", "code": "echo",
+		"test_cases": []map[string]any{
+			{"id": "a", "input": "1\n", "expected_output": "1\n"},
+			{"id": "b", "input": "2\n", "expected": "3\n"},
+		},
+		"subtasks": []map[string]any{
+			{"id": "first", "points": 40, "tests": []string{"a"}},
+			{"id": "both", "points": 60, "tests": []string{"a", "b"}, "policy": "sum"},
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r judge.ExecutionResult
+	summary := structuredInto(t, res, &r)
+	if res.IsError || r.Score == nil || *r.Score != 70 || *r.MaxScore != 100 || len(r.SubtaskResults) != 2 {
+		t.Fatalf("isError %v, score %v of %v, %+v", res.IsError, r.Score, r.MaxScore, r.SubtaskResults)
+	}
+	if !strings.Contains(summary, "score 70/100") {
+		t.Errorf("summary %q", summary)
+	}
+	// A subtask's unknown field is refused naming it.
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolJudgeCode, Arguments: map[string]any{
+		"language": "python", "code": "echo", "test_cases": []map[string]any{{"id": "a", "expected_output": "1"}},
+		"subtasks": []map[string]any{{"id": "s", "points": 1, "tests": []string{"a"}, "weight": 2}},
+	}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "weight") {
+		t.Errorf("an unknown subtask field: %v %s", err, text(res))
 	}
 }
 

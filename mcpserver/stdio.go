@@ -39,6 +39,11 @@ const maxLineBytes = maxArgsBytes + 1<<20
 // goroutine of its own, so that Close never waits for input that does
 // not come.
 //
+// At the end of input it answers every call read before it, then ends
+// the session, so that coderunner mcp < requests.jsonl gets all its
+// answers. A line that is not JSON-RPC is answered with an error (id
+// null) and the session goes on.
+//
 // It serves either end: a Go program that starts coderunner mcp can
 // connect the SDK's client through it, on the command's pipes, instead of
 // the SDK's CommandTransport.
@@ -59,6 +64,9 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		w:      t.Writer,
 		br:     bufio.NewReaderSize(t.Reader, 64<<10),
 		closed: make(chan struct{}),
+
+		unanswered: make(map[jsonrpc.ID]int),
+		answered:   make(chan struct{}),
 	}
 	if t.direct != nil {
 		c.direct = newDirectCalls(t.direct, context.Background())
@@ -107,6 +115,14 @@ type lineConn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
+
+	// unanswered counts the calls read and not yet answered, by id, so
+	// that the end of input waits for their answers: a client that
+	// writes its requests and closes its end (coderunner mcp <
+	// requests.jsonl) is owed every answer.
+	pendingMu  sync.Mutex
+	unanswered map[jsonrpc.ID]int
+	answered   chan struct{} // closed and replaced when unanswered empties
 }
 
 // readLoop reads lines in its own goroutine, so that Close can unblock a
@@ -130,7 +146,10 @@ func (c *lineConn) readLoop() {
 	}
 }
 
-// next reads and decodes the next line; ok is false for an empty line.
+// next reads and decodes the next line; ok is false for a line with no
+// message: an empty one, or one that is not JSON-RPC, which is answered
+// with an error here, as JSON-RPC 2.0 asks, so that one bad line does
+// not end the session.
 func (c *lineConn) next() (res readResult, ok bool) {
 	line, err := readLine(c.br)
 	switch {
@@ -139,12 +158,32 @@ func (c *lineConn) next() (res readResult, ok bool) {
 	case len(line) == 0:
 		return res, false
 	default:
-		res.msgs, res.err = decodeLine(line)
+		res.msgs, err = decodeLine(line)
+		if err != nil {
+			c.refuseLine(line, err)
+			return res, false
+		}
 	}
 	return res, true
 }
 
+// refuseLine answers a line that holds no message: a parse error when it
+// is not JSON, an invalid request otherwise. The id is null: it could
+// not be read.
+func (c *lineConn) refuseLine(line []byte, err error) {
+	code := int64(jsonrpc.CodeInvalidRequest)
+	if !json.Valid(line) {
+		code = jsonrpc.CodeParseError
+	}
+	msg, _ := json.Marshal(err.Error())
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.buf = fmt.Appendf(c.buf[:0], `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)
+	_, _ = c.w.Write(c.buf)
+}
+
 // readLine returns the next line without its end, at most maxLineBytes.
+// The last line of the input needs no end: the next call returns io.EOF.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == nil {
@@ -152,7 +191,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		if len(bytes.TrimSpace(line)) > 0 && errors.Is(err, io.EOF) {
-			return nil, io.ErrUnexpectedEOF
+			return bytes.TrimSpace(line), nil
 		}
 		return nil, err
 	}
@@ -165,8 +204,11 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		line, err = br.ReadSlice('\n')
 		long = append(long, line...)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
+	}
+	if len(long) > maxLineBytes {
+		return nil, fmt.Errorf("a message is longer than %d bytes", maxLineBytes)
 	}
 	return bytes.TrimSpace(long), nil
 }
@@ -241,6 +283,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		if len(c.queue) == 0 {
 			r, err := c.receive(ctx)
+			if errors.Is(err, io.EOF) {
+				c.awaitAnswers(ctx)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -248,6 +293,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		m := c.queue[0]
 		c.queue = c.queue[1:]
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			c.pending(req.ID, 1)
+		}
 		if c.direct != nil {
 			if call, ok := c.direct.take(m); ok {
 				// Its own goroutine, so that the next message (its
@@ -258,6 +306,49 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}
 		return m, nil
+	}
+}
+
+// pending counts a call read (+1) or answered (-1).
+func (c *lineConn) pending(id jsonrpc.ID, delta int) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	n := c.unanswered[id] + delta
+	switch {
+	case n > 0:
+		c.unanswered[id] = n
+		return
+	case delta > 0:
+		return
+	}
+	if _, ok := c.unanswered[id]; !ok {
+		return
+	}
+	delete(c.unanswered, id)
+	if len(c.unanswered) == 0 {
+		close(c.answered)
+		c.answered = make(chan struct{})
+	}
+}
+
+// awaitAnswers waits, at the end of input, until every call read has
+// been answered, the connection is closed or ctx ends. The SDK ends a
+// session, and cancels its calls, as soon as a read returns io.EOF.
+func (c *lineConn) awaitAnswers(ctx context.Context) {
+	for {
+		c.pendingMu.Lock()
+		n, answered := len(c.unanswered), c.answered
+		c.pendingMu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-answered:
+		case <-c.closed:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -296,6 +387,9 @@ func (c *lineConn) receive(ctx context.Context) (readResult, error) {
 }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		defer c.pending(r.ID, -1)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"reflect"
@@ -156,6 +157,114 @@ func TestLineTransportReaders(t *testing.T) {
 				t.Fatal("closing the session did not end it while a Read waited")
 			}
 			go func() { _, _ = io.Copy(io.Discard, outR) }()
+		})
+	}
+}
+
+// TestLineTransportAnswersBeforeEOF writes a session's requests and ends
+// the input at once, as coderunner mcp < requests.jsonl does: every call
+// read before the end is answered, one still running when the input ends
+// included, and a line that is not JSON-RPC is answered with an error
+// without ending the session. The last line has no newline.
+func TestLineTransportAnswersBeforeEOF(t *testing.T) {
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`not json`,
+		`{"id":9,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"gated"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"judge_code","arguments":{"language":"python","code":"print 1","test_cases":[{"input":"","expected_output":"1"}]}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print hi"}}}`,
+	}, "\n")
+	osPipe := func() (io.ReadCloser, io.WriteCloser) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, w
+	}
+	ioPipe := func() (io.ReadCloser, io.WriteCloser) { return io.Pipe() }
+	for _, tc := range []struct {
+		name string
+		pipe func() (io.ReadCloser, io.WriteCloser)
+	}{
+		{"os.Pipe", osPipe},
+		{"io.Pipe", ioPipe},
+		{"file", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, fr := newServer(t)
+			var in io.ReadCloser
+			if tc.pipe != nil {
+				r, w := tc.pipe()
+				go func() {
+					_, _ = io.WriteString(w, input)
+					_ = w.Close()
+				}()
+				in = r
+			} else {
+				in = io.NopCloser(strings.NewReader(input))
+			}
+			outR, outW := io.Pipe()
+			ran := make(chan error, 1)
+			go func() {
+				ran <- s.Run(context.Background(), &LineTransport{Reader: in, Writer: outW})
+				_ = outW.Close()
+			}()
+			lines := make(chan []string, 1)
+			go func() {
+				var got []string
+				sc := bufio.NewScanner(outR)
+				sc.Buffer(nil, 1<<20)
+				for sc.Scan() {
+					got = append(got, sc.Text())
+				}
+				lines <- got
+			}()
+			// The gated call runs while the input has ended; only then is
+			// it let go.
+			select {
+			case <-fr.started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the gated call did not start")
+			}
+			close(fr.gate)
+			answers := map[string]string{}
+			var refusals []string
+			for _, line := range <-lines {
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Result json.RawMessage `json:"result"`
+				}
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("answer %q: %v", line, err)
+				}
+				if string(m.ID) == "null" {
+					refusals = append(refusals, line)
+					continue
+				}
+				answers[string(m.ID)] = string(m.Result)
+			}
+			select {
+			case err := <-ran:
+				if err != nil && !errors.Is(err, io.EOF) {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the session did not end after the input did")
+			}
+			for _, id := range []string{"1", "2", "3", "4", "5"} {
+				if answers[id] == "" {
+					t.Errorf("request %s not answered (answers %v)", id, answers)
+				}
+			}
+			if !strings.Contains(answers["3"], `gated`) || !strings.Contains(answers["5"], `hi`) {
+				t.Errorf("execute_code answers: %s / %s", answers["3"], answers["5"])
+			}
+			if len(refusals) != 2 || !strings.Contains(refusals[0], `-32700`) || !strings.Contains(refusals[1], `-32600`) {
+				t.Errorf("refusals of the bad lines: %q", refusals)
+			}
 		})
 	}
 }

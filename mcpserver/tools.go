@@ -151,6 +151,30 @@ func (s *Server) judgeSchema() map[string]any {
 				"description": "Memory limit of each run, in MB."},
 			"compare": map[string]any{"type": "string", "pattern": `^(normalized|exact|tokens|float(:[0-9.eE+-]+)?)$`, "default": judge.CompareNormalized,
 				"description": "How outputs are compared: normalized (trailing whitespace and empty lines ignored), exact, tokens (any whitespace run equal) or float:EPS (numbers equal within EPS)."},
+			"subtasks": subtasksSchema(),
+		},
+	}
+}
+
+// subtasksSchema describes judge_code's subtasks, as /v1/judge takes them.
+func subtasksSchema() map[string]any {
+	return map[string]any{
+		"type": "array", "maxItems": judge.MaxSubtasks,
+		"description": "Groups of tests worth points. The result then has score, max_score and subtask_results.",
+		"items": map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []string{"id", "points", "tests"},
+			"properties": map[string]any{
+				"id":     map[string]any{"type": "string", "minLength": 1},
+				"points": map[string]any{"type": "number", "minimum": 0, "maximum": judge.MaxPoints},
+				"tests": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"},
+					"description": "Ids of its test cases (test ids must then be unique)."},
+				"policy": map[string]any{"type": "string", "enum": []string{judge.PolicyAll, judge.PolicyMin, judge.PolicySum}, "default": judge.PolicyAll,
+					"description": "all: the points only when every test passes; min: points times the lowest test score; sum: points times the mean test score."},
+				"stop_at_first_failure": map[string]any{"type": "boolean",
+					"description": "Once one of its tests fails, skip those of its tests that have not started and that no other subtask needs."},
+			},
 		},
 	}
 }
@@ -264,6 +288,7 @@ type judgeArgs struct {
 	MemoryLimitMB  int              `json:"memory_limit_mb"`
 	Compare        string           `json:"compare"`
 	RequestID      string           `json:"request_id"`
+	Subtasks       []judge.Subtask  `json:"subtasks"`
 }
 
 func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -274,6 +299,7 @@ func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	jr := judge.ExecutionRequest{
 		RequestID: a.RequestID, Language: a.Language, Code: a.Code, TestCases: a.TestCases,
 		TimeoutMS: a.TimeoutMS, TotalTimeoutMS: a.TotalTimeoutMS, MemoryLimitMB: a.MemoryLimitMB, Compare: a.Compare,
+		Subtasks: a.Subtasks,
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		ctx = withProgress(ctx, &progress{session: req.Session, token: tok, total: len(a.TestCases)})
@@ -288,6 +314,9 @@ func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // judgeSummary is the first line of judge_code's text.
 func judgeSummary(res judge.ExecutionResult) string {
 	line := fmt.Sprintf("%s: %s", res.Status, res.Summary)
+	if res.Score != nil && res.MaxScore != nil {
+		line += fmt.Sprintf("; score %g/%g", *res.Score, *res.MaxScore)
+	}
 	if res.ErrorInfo != nil && res.ErrorInfo.Message != "" && !strings.Contains(res.Summary, res.ErrorInfo.Message) {
 		line += " (" + res.ErrorInfo.Message + ")"
 	}

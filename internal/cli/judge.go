@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/internal/assembly"
+	"github.com/coderunner/coderunner/internal/strictjson"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 )
@@ -26,6 +27,8 @@ FILE, or from standard input with "-" (then --lang is needed).
 
 The tests file is a JSON array of {id, input, expected_output, is_hidden,
 timeout_ms, description} ("expected" is accepted for "expected_output").
+The subtasks file (--subtasks) is a JSON array of {id, points, tests,
+policy, stop_at_first_failure}: the result then has a score.
 
 Without --json it shows progress on a terminal and a table at the end; with
 --json it prints the ExecutionResult. Exit status: 0 when every test passed,
@@ -37,6 +40,7 @@ const maxTestsFile = 64 << 20
 type judgeFlags struct {
 	lang      string
 	tests     string
+	subtasks  string
 	timeoutMS int
 	totalMS   int
 	memory    int
@@ -50,6 +54,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	var f judgeFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
+	fs.StringVar(&f.subtasks, "subtasks", "", "JSON `FILE` with the array of subtasks {id, points, tests, policy, stop_at_first_failure}; the result then has a score")
 	fs.IntVar(&f.timeoutMS, "timeout-ms", judge.DefaultTimeoutMS, "wall-time limit of each test in `MS`, 100 to 60000; a test's own timeout_ms replaces it")
 	fs.IntVar(&f.totalMS, "total-timeout-ms", judge.DefaultTotalTimeoutMS, "wall-time limit of the whole judge in `MS`, from its start; tests not finished by then are timeout")
 	fs.IntVar(&f.memory, "memory", judge.DefaultMemoryLimitMB, "memory limit of each test in `MB`, 16 to 1024")
@@ -156,6 +161,17 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 		return req, a.fail("judge", "--tests: %s is not a JSON array of test cases: %v", f.tests, err), false
 	}
 
+	var subtasks []judge.Subtask
+	if f.subtasks != "" {
+		raw, err := readFileBounded(f.subtasks, maxTestsFile)
+		if err != nil {
+			return req, a.fail("judge", "--subtasks: %v", err), false
+		}
+		if err := strictjson.Unmarshal(raw, &subtasks); err != nil {
+			return req, a.fail("judge", "--subtasks: %s is not a JSON array of subtasks: %v", f.subtasks, strictjson.Explain(err, raw, &subtasks)), false
+		}
+	}
+
 	req = judge.ExecutionRequest{
 		RequestID:      fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Code:           string(src),
@@ -166,6 +182,7 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 		MemoryLimitMB:  f.memory,
 		CPULimit:       f.cpus,
 		Compare:        f.compare,
+		Subtasks:       subtasks,
 	}
 	if err := req.WithDefaults().Validate(); err != nil {
 		res := judge.InvalidRequestResult(req.RequestID, err, 0)
@@ -257,10 +274,22 @@ func (a *App) judgeTable(res judge.ExecutionResult) {
 		}
 		_ = tw.Flush()
 	}
+	if len(res.SubtaskResults) > 0 {
+		tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SUBTASK\tSCORE\tPASSED")
+		for _, st := range res.SubtaskResults {
+			fmt.Fprintf(tw, "%s\t%g/%g\t%d/%d\n", st.ID, st.Score, st.MaxScore, st.Passed, st.Total)
+		}
+		_ = tw.Flush()
+	}
 	if res.ErrorInfo != nil && res.Status == judge.StatusSandboxError {
 		fmt.Fprintf(a.Stdout, "error: %s\n", res.ErrorInfo.Message)
 	}
-	fmt.Fprintf(a.Stdout, "%s: %s (%d ms)\n", res.Status, res.Summary, res.TotalTimeMS)
+	score := ""
+	if res.Score != nil && res.MaxScore != nil {
+		score = fmt.Sprintf(", score %g/%g", *res.Score, *res.MaxScore)
+	}
+	fmt.Fprintf(a.Stdout, "%s: %s%s (%d ms)\n", res.Status, res.Summary, score, res.TotalTimeMS)
 }
 
 func firstLine(s string, max int) string {
@@ -306,11 +335,12 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// decodeTests reads a tests file: a JSON array of test cases.
+// decodeTests reads a tests file: a JSON array of test cases, refusing
+// a field a test case does not have ("[2].expected_ouput: unknown field").
 func decodeTests(raw []byte) ([]judge.TestCase, error) {
 	var tests []judge.TestCase
 	if err := json.Unmarshal(raw, &tests); err != nil {
-		return nil, err
+		return nil, strictjson.Explain(err, raw, &tests)
 	}
 	return tests, nil
 }

@@ -175,3 +175,47 @@ func TestMCPCommandStdin(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPAnswersRequestsBeforeEndOfInput is coderunner mcp < requests.jsonl:
+// a file of requests, read to its end at once, is answered in full and the
+// command exits 0.
+func TestMCPAnswersRequestsBeforeEndOfInput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	requests := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"fk","code":"print hi"}}}`,
+	}, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(requests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ta := newApp(t, "")
+	ta.Stdin = in
+	if code := ta.Run(context.Background(), []string{"mcp", "--config", filepath.Join("testdata", "fake.yaml")}); code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", code, ta.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(ta.stdout.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d answers, want 3:\n%s\nstderr %s", len(lines), ta.stdout, ta.stderr)
+	}
+	answers := map[int]string{}
+	for _, line := range lines {
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil || len(m.Result) == 0 {
+			t.Errorf("answer %s (%v)", line, err)
+		}
+		answers[m.ID] = string(m.Result)
+	}
+	if len(answers) != 3 || answers[1] == "" || answers[2] == "" || !strings.Contains(answers[3], `hi\\n`) {
+		t.Errorf("answers by id: %v", answers)
+	}
+}

@@ -140,6 +140,12 @@ func TestJudgeEndToEnd(t *testing.T) {
 	wrong := writeSource(t, "wrong.py", "print(0)\n")
 	bad := writeSource(t, "bad.c", "int main(){ return x; }\n")
 	csum := writeSource(t, "sum.c", "#include <stdio.h>\nint main(){int a,b;scanf(\"%d %d\",&a,&b);printf(\"%d\\n\",a+b);}\n")
+	small := writeSource(t, "small.py", "a, b = map(int, input().split())\nprint(a + b if a + b < 5 else 0)\n")
+	subtasks := writeSource(t, "subtasks.json", `[
+		{"id": "small", "points": 30, "tests": ["a"]},
+		{"id": "large", "points": 70, "tests": ["b", "secret"], "policy": "sum"}
+	]`)
+	badSubtasks := writeSource(t, "bad-subtasks.json", `[{"id": "s", "points": 1, "tests": ["a"], "weight": 2}]`)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -153,6 +159,8 @@ func TestJudgeEndToEnd(t *testing.T) {
 		{"refused request", []string{"--tests", tests, "--memory", "4096", sum}, 2, nil},
 		{"bad compare", []string{"--tests", tests, "--compare", "fuzzy", sum}, 2, nil},
 		{"no tests flag", []string{sum}, 2, nil},
+		{"subtasks", []string{"--tests", tests, "--subtasks", subtasks, small}, 1, []string{"SUBTASK", "small", "30/30", "large", "35/70", "score 65/100"}},
+		{"subtask unknown field", []string{"--tests", tests, "--subtasks", badSubtasks, sum}, 2, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "", append([]string{"judge"}, tc.args...)...)

@@ -1,0 +1,235 @@
+// Package strictjson decodes request bodies that refuse fields they do
+// not know, naming the refused field by its path in the document
+// ("test_cases[2].expected_ouput"). A client written for another system
+// sends fields this one does not have; ignoring them would give it a
+// wrong answer without a warning.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// UnknownFieldError is a field of the document that its type does not
+// have.
+type UnknownFieldError struct {
+	// Path is the field's place in the document: object keys joined by
+	// dots, array elements as [i] ("limits.memory", "test_cases[0].out").
+	Path string
+}
+
+func (e *UnknownFieldError) Error() string {
+	return e.Path + ": unknown field"
+}
+
+// NewDecoder returns a decoder of r that refuses unknown fields. Pass its
+// errors through Explain with the document's bytes to name the field's
+// path; when the bytes are not at hand the error still names the field.
+func NewDecoder(r io.Reader) *json.Decoder {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	return dec
+}
+
+// Unmarshal is json.Unmarshal refusing unknown fields, for the
+// UnmarshalJSON methods of request types (which the decoder's own
+// setting does not reach). Its error names the field; the caller that
+// holds the whole document gives it its path with Explain.
+func Unmarshal(data []byte, v any) error {
+	return NewDecoder(bytes.NewReader(data)).Decode(v)
+}
+
+// unknownName is the field name in encoding/json's error for an unknown
+// field, `json: unknown field "NAME"`.
+func unknownName(err error) (string, bool) {
+	const prefix = `json: unknown field `
+	for ; err != nil; err = errors.Unwrap(err) {
+		msg := err.Error()
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			name, err := strconv.Unquote(rest)
+			return name, err == nil
+		}
+	}
+	return "", false
+}
+
+// Explain turns a decoding error of doc into v (a pointer to the type
+// decoded) into an *UnknownFieldError naming the field's path when the
+// error is about an unknown field; any other error is returned as it is.
+// A field whose path cannot be found (it sits in a type decoded by a
+// method of its own under another name) is named alone.
+func Explain(err error, doc []byte, v any) error {
+	name, ok := unknownName(err)
+	if !ok {
+		return err
+	}
+	if path, found := find(doc, reflect.TypeOf(v), name, ""); found {
+		return &UnknownFieldError{Path: path}
+	}
+	return &UnknownFieldError{Path: join("", name)}
+}
+
+// find returns the path of the first key called name (in document order
+// of the objects, keys sorted within one) that the type t does not have.
+func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(doc, &obj) != nil {
+			return "", false
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		fields := fieldsOf(t)
+		for _, k := range keys {
+			ft, known := lookup(fields, k)
+			if !known {
+				if k == name {
+					return join(path, k), true
+				}
+				continue
+			}
+			if p, ok := find(obj[k], ft, name, join(path, k)); ok {
+				return p, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "", false
+		}
+		var elems []json.RawMessage
+		if json.Unmarshal(doc, &elems) != nil {
+			return "", false
+		}
+		for i, e := range elems {
+			if p, ok := find(e, t.Elem(), name, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(doc, &obj) != nil {
+			return "", false
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if p, ok := find(obj[k], t.Elem(), name, join(path, k)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// join appends an object key to a path. A key that is not a plain name
+// goes in brackets, JSON-quoted with its spaces escaped, so that a path
+// is one word whatever the client sent: x["a b"] is x["a\u0020b"].
+func join(path, key string) string {
+	if !plain(key) {
+		q, _ := json.Marshal(key)
+		return path + "[" + strings.ReplaceAll(string(q), " ", `\u0020`) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// plain reports whether key is a name that needs no quoting in a path.
+func plain(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, r := range key {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+type field struct {
+	name string
+	t    reflect.Type
+}
+
+// fieldsOf lists the JSON fields of a struct type as encoding/json sees
+// them, the fields of embedded structs promoted.
+func fieldsOf(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				out = append(out, fieldsOf(et)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, field{name, f.Type})
+	}
+	return out
+}
+
+// lookup finds a key among fields as encoding/json does: the exact name
+// first, else one equal but for case.
+func lookup(fields []field, key string) (reflect.Type, bool) {
+	for _, f := range fields {
+		if f.name == key {
+			return f.t, true
+		}
+	}
+	for _, f := range fields {
+		if strings.EqualFold(f.name, key) {
+			return f.t, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the JSON field names of the struct v points to (or is), as
+// a decoder of it accepts them: for checks that a document describing a
+// request (an OpenAPI schema, a tool schema) names the same fields.
+func Names(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var names []string
+	for _, f := range fieldsOf(t) {
+		names = append(names, f.name)
+	}
+	slices.Sort(names)
+	return names
+}
