@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/testutil"
@@ -290,8 +291,25 @@ func TestSessions(t *testing.T) {
 	if got, _ := c.ExecuteCode(ctx, "python", "import os\nprint(os.listdir('.'))"); strings.Contains(got.Stdout, "notes.txt") {
 		t.Errorf("a call without session sees the file: %s", got.Stdout)
 	}
+	// Its idle timeout, set by a call, and what the session looks like.
+	if _, err := c.ExecuteCode(ctx, "python", "print(1)", WithSession("agent-1"), WithSessionTTL(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteCode(ctx, "python", "print(1)", WithSession("agent-1"), WithSessionTTL(48*time.Hour)); !errors.Is(err, ErrInvalidSessionTTL) {
+		t.Errorf("a session TTL over the maximum: %v, want ErrInvalidSessionTTL", err)
+	}
+	info, err := c.Session("agent-1")
+	if err != nil || info.ID != "agent-1" || info.IdleTimeoutSeconds != 7200 || info.DiskUsedBytes <= 0 || !info.ExpiresAt.After(info.LastUsedAt) {
+		t.Errorf("Session(agent-1) = %+v, %v", info, err)
+	}
+	if all := c.Sessions(); len(all) != 2 || all[0].ID != "agent-1" || all[1].ID != "agent-2" {
+		t.Errorf("Sessions() = %+v", all)
+	}
 	if err := c.DeleteSession("agent-1"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.Session("agent-1"); !errors.Is(err, ErrSessionNotFound) || errors.Is(err, ErrSessionExpired) {
+		t.Errorf("Session of a deleted session: %v", err)
 	}
 	if err := c.DeleteSession("agent-1"); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("second delete: %v, want ErrSessionNotFound", err)

@@ -27,9 +27,16 @@ var (
 	// ErrBackendUnavailable: no sandbox backend works on this machine.
 	ErrBackendUnavailable = errors.New("no sandbox backend is available")
 	// ErrTooManySessions, ErrSessionFull and ErrDiskFull: a session cap
-	// was reached; ErrSessionNotFound: no such session.
-	ErrTooManySessions = session.ErrTooManySessions
-	ErrSessionFull     = session.ErrSessionFull
-	ErrDiskFull        = session.ErrDiskFull
-	ErrSessionNotFound = session.ErrNotFound
+	// was reached; ErrSessionNotFound: no such session; ErrSessionExpired:
+	// the session ended idle and its files are gone (it matches
+	// ErrSessionNotFound too; the error is a *session.ExpiredError, and
+	// only the first call naming the session fails with it);
+	// ErrInvalidSessionTTL: WithSessionTTL is out of range or has no
+	// WithSession.
+	ErrTooManySessions   = session.ErrTooManySessions
+	ErrSessionFull       = session.ErrSessionFull
+	ErrDiskFull          = session.ErrDiskFull
+	ErrSessionNotFound   = session.ErrNotFound
+	ErrSessionExpired    = session.ErrExpired
+	ErrInvalidSessionTTL = session.ErrInvalidTTL
 )

@@ -56,6 +56,7 @@ type call struct {
 	stdin          string
 	timeout        time.Duration
 	session        *string
+	sessionTTL     time.Duration
 	stdout, stderr io.Writer
 
 	args, compilerFlags []string
@@ -73,6 +74,12 @@ func WithTimeout(d time.Duration) Option { return func(c *call) { c.timeout = d 
 // WithSession runs the call in the session id: files written in
 // /workspace by earlier calls of the session are there.
 func WithSession(id string) Option { return func(c *call) { c.session = &id } }
+
+// WithSessionTTL sets the idle timeout of the session WithSession names:
+// it ends, its files removed, once unused for d (from 1 s to the
+// configuration's sessions.max_idle_timeout, a day by default). Later
+// calls that give none keep it.
+func WithSessionTTL(d time.Duration) Option { return func(c *call) { c.sessionTTL = d } }
 
 // WithOutput streams the program's stdout and stderr to the writers as it
 // runs, in addition to the copies in the Result.
@@ -152,13 +159,14 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 		limits.TimeLimit = a.timeout.Seconds()
 	}
 	return execute.Request{
-		Language:  language,
-		Code:      code,
-		Stdin:     a.stdin,
-		Limits:    limits,
-		SessionID: a.session,
-		Stdout:    a.stdout,
-		Stderr:    a.stderr,
+		Language:   language,
+		Code:       code,
+		Stdin:      a.stdin,
+		Limits:     limits,
+		SessionID:  a.session,
+		SessionTTL: a.sessionTTL,
+		Stdout:     a.stdout,
+		Stderr:     a.stderr,
 
 		Args:          a.args,
 		CompilerFlags: a.compilerFlags,

@@ -69,6 +69,10 @@ type Request struct {
 	// in the result. The executor keeps no sessions itself: the session
 	// package maps a session to its Workspace.
 	SessionID *string
+	// SessionTTL, when not zero, sets the idle timeout of the session
+	// SessionID names: it ends once unused for this long. The session
+	// package checks it against its maximum; it needs a SessionID.
+	SessionTTL time.Duration
 	// Workspace, when set, is an existing host directory used as the
 	// program's workspace instead of a fresh one, so that its files
 	// persist between executions (a session's). It is neither created nor

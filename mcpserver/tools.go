@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -112,6 +113,8 @@ func (s *Server) executeSchema() map[string]any {
 				"description": "Memory limit of the program and its children, in MB."},
 			"session_id": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
 				"description": "Session to run in: files written in /workspace stay for the next call with the same session_id; processes, /tmp and memory are fresh each call. Idle sessions end after a while (30 minutes by default). Omit for a throwaway workspace."},
+			"session_ttl_seconds": map[string]any{"type": "integer", "minimum": 1,
+				"description": "How long the session (session_id, required) may stay idle before it ends and its files are removed, in seconds; kept for later calls that give none. At most the server's maximum (a day by default)."},
 
 			"args":           argsSchema(),
 			"compiler_flags": compilerFlagsSchema(),
@@ -215,6 +218,8 @@ type executeArgs struct {
 	Timeout     *float64 `json:"timeout"`
 	MemoryLimit *int     `json:"memory_limit"`
 	SessionID   *string  `json:"session_id"`
+	// SessionTTLSeconds sets the idle timeout of the session.
+	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
 
 	Args          []string          `json:"args"`
 	CompilerFlags []string          `json:"compiler_flags"`
@@ -258,7 +263,18 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 	if err := runner.CheckOptions(l, opts); err != nil {
 		return execute.Request{}, fmt.Errorf("argument %w", err)
 	}
-	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID,
+	var ttl time.Duration
+	if a.SessionTTLSeconds != nil {
+		secs := *a.SessionTTLSeconds
+		switch {
+		case a.SessionID == nil:
+			return execute.Request{}, errors.New("argument \"session_ttl_seconds\" needs a session_id: it is the idle timeout of that session")
+		case secs < 1 || secs > int64(math.MaxInt64/time.Second):
+			return execute.Request{}, fmt.Errorf("argument \"session_ttl_seconds\": %d must be at least 1", secs)
+		}
+		ttl = time.Duration(secs) * time.Second
+	}
+	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl,
 		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env}, nil
 }
 

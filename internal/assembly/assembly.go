@@ -293,12 +293,13 @@ func (p *Parts) DiskSessions(dir func() (string, error)) (*session.PersistentSto
 func sessionOptions(cfg *config.Config, dir string, log *slog.Logger) session.Options {
 	sc := cfg.Sessions
 	return session.Options{
-		Dir:           dir,
-		IdleTimeout:   sc.IdleTimeout.Std(),
-		MaxSessions:   sc.MaxCount,
-		MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
-		MaxTotalBytes: int64(sc.MaxDiskMB) * sandbox.MiB,
-		Logger:        log,
+		Dir:            dir,
+		IdleTimeout:    sc.IdleTimeout.Std(),
+		MaxIdleTimeout: sc.MaxIdleTimeout.Std(),
+		MaxSessions:    sc.MaxCount,
+		MaxBytes:       int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
+		MaxTotalBytes:  int64(sc.MaxDiskMB) * sandbox.MiB,
+		Logger:         log,
 	}
 }
 

@@ -80,6 +80,7 @@ func init() {
 		{"doctor", "show what works on this machine: backends, isolation, toolchains", (*App).doctorCmd},
 		{"langs", "list the languages and whether their toolchains are available", (*App).langsCmd},
 		{"version", "print the version and commit", (*App).versionCmd},
+		{"keyhash", "print the SHA-256 of an API key for server.api_keys, or make a key", (*App).keyhashCmd},
 		{"mcp", "serve the MCP tools execute_code, judge_code and list_languages over stdio", (*App).mcpCmd},
 		{"init", "run a command as a container's init: forward signals, reap orphans", (*App).initCmd},
 	}
