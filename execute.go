@@ -57,6 +57,10 @@ type call struct {
 	timeout        time.Duration
 	session        *string
 	stdout, stderr io.Writer
+
+	files     []File
+	entry     string
+	artifacts ArtifactOptions
 }
 
 // WithStdin gives the program s as its standard input (default: empty).
@@ -136,6 +140,9 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 		SessionID: a.session,
 		Stdout:    a.stdout,
 		Stderr:    a.stderr,
+		Files:     a.files,
+		Entry:     a.entry,
+		Artifacts: a.artifacts,
 	}
 }
 

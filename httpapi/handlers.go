@@ -16,6 +16,7 @@ import (
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/session"
 )
 
@@ -131,6 +132,11 @@ type runRequest struct {
 	Timeout   *float64                `json:"timeout"`
 	SessionID *string                 `json:"session_id"`
 	Limits    execute.ExecutionLimits `json:"limits"`
+
+	// A program of several files, and the artifacts' contents.
+	Files     []multifile.File        `json:"files"`
+	Entry     string                  `json:"entry"`
+	Artifacts execute.ArtifactOptions `json:"artifacts"`
 }
 
 // handleRun is POST /v1/run: one program, its result in the response.
@@ -143,7 +149,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
+	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID,
+		Files: rr.Files, Entry: rr.Entry, Artifacts: rr.Artifacts}
 	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
 		req.Limits.TimeLimit = *rr.Timeout
 	}
@@ -184,29 +191,25 @@ func runReason(res *execute.Result) string {
 // precheckRun refuses what can be refused before taking a slot; the
 // language is checked by the runner.
 func precheckRun(req execute.Request) error {
-	switch {
-	case strings.TrimSpace(req.Code) == "":
-		return execute.ErrEmptyCode
-	case len(req.Code) > execute.MaxCodeBytes:
-		return execute.ErrCodeTooLarge
-	case len(req.Stdin) > execute.MaxStdinBytes:
-		return execute.ErrStdinTooLarge
-	case strings.TrimSpace(req.Language) == "":
+	if _, err := execute.CheckRequest(req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Language) == "" {
 		return fmt.Errorf("%w: language is required", lang.ErrUnknownLanguage)
 	}
-	if req.SessionID != nil {
-		if err := execute.ValidateSessionID(*req.SessionID); err != nil {
-			return err
-		}
-	}
-	return req.Limits.WithDefaults().Validate()
+	return nil
 }
 
 // refuseRun answers a refused /v1/run request naming the field.
 func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, viaTimeout bool) {
 	var le *execute.LimitError
+	var fe *multifile.Error
 	status, code, field := http.StatusBadRequest, CodeBadRequest, ""
 	switch {
+	case errors.As(err, &fe):
+		field, err = fe.Field, errors.New(fe.Reason)
+	case errors.Is(err, execute.ErrInvalidArtifacts):
+		field = "artifacts"
 	case errors.As(err, &le):
 		field = "limits." + le.Field
 		if le.Field == "time_limit" && viaTimeout {

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -14,6 +15,17 @@ type Engine interface {
 	// unknown language is an error wrapping ErrUnsupportedLanguage. Other
 	// errors are infrastructure failures.
 	Prepare(ctx context.Context, language, code string) (Program, error)
+}
+
+// SourceEngine is an Engine that also prepares programs of several files
+// (a request's Files and Entry). The judge asks for it only when a request
+// carries files.
+type SourceEngine interface {
+	Engine
+	// PrepareSource is Prepare for src's code and files. Files that do
+	// not fit the language (a path taken by the build, an entry that is
+	// not a source) are an error wrapping multifile.ErrInvalid.
+	PrepareSource(ctx context.Context, language string, src multifile.Source) (Program, error)
 }
 
 // Program is a prepared program that can be run many times, concurrently.

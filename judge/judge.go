@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"github.com/coderunner/coderunner/multifile"
+
 	"context"
 	"errors"
 	"fmt"
@@ -161,9 +163,11 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	}
 
 	stage = StageCompilation
-	prog, err := j.engine.Prepare(ctx, req.Language, code)
+	prog, err := j.prepare(ctx, req, code)
 	var ce *CompileError
 	switch {
+	case errors.Is(err, multifile.ErrInvalid):
+		return InvalidRequestResult(req.RequestID, &ValidationError{Message: err.Error()}, elapsed())
 	case errors.As(err, &ce):
 		res := compilationErrorResult(req, ce, elapsed())
 		score(req, &res, nil)
@@ -193,6 +197,24 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	res = buildResult(req, results, elapsed())
 	score(req, &res, results)
 	return res
+}
+
+// prepare has the engine prepare the request's code (sanitized as code),
+// with its files when it carries any.
+func (j *Judge) prepare(ctx context.Context, req ExecutionRequest, code string) (Program, error) {
+	if len(req.Files) == 0 && req.Entry == "" {
+		return j.engine.Prepare(ctx, req.Language, code)
+	}
+	se, ok := j.engine.(SourceEngine)
+	if !ok {
+		return nil, errors.New("this judge's engine does not build programs of several files")
+	}
+	src, err := req.Source()
+	if err != nil {
+		return nil, err
+	}
+	src.Code = code
+	return se.PrepareSource(ctx, req.Language, src)
 }
 
 // runTests runs every test of a valid request and returns their verdicts in

@@ -1,5 +1,7 @@
 package judge
 
+import "github.com/coderunner/coderunner/multifile"
+
 // ExecutionRequest asks the judge to run code against test cases (the body
 // of /v1/judge and of `coderunner judge`).
 //
@@ -34,6 +36,13 @@ type ExecutionRequest struct {
 	// Subtasks, when given, group the tests for scoring: the result then
 	// has a score, a max_score and each subtask's score.
 	Subtasks []Subtask `json:"subtasks,omitempty"`
+
+	// Files are written beneath /workspace with the code before the
+	// solution is compiled (see package multifile); Entry names the file
+	// to run or compile, empty meaning the code's. Code may be empty when
+	// Files and Entry are given. The tests are unchanged.
+	Files []multifile.File `json:"files,omitempty"`
+	Entry string           `json:"entry,omitempty"`
 }
 
 // TestCase is one input with its expected output. When

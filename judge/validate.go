@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"github.com/coderunner/coderunner/multifile"
+
 	"fmt"
 	"strings"
 )
@@ -82,7 +84,7 @@ func (r ExecutionRequest) WithDefaults() ExecutionRequest {
 // language is not a validation error: only the Engine knows the languages.
 func (r ExecutionRequest) Validate() error {
 	switch {
-	case strings.TrimSpace(r.Code) == "":
+	case strings.TrimSpace(r.Code) == "" && (len(r.Files) == 0 || r.Entry == ""):
 		return invalidf("Empty code")
 	case len(r.TestCases) == 0:
 		return invalidf("No test cases provided")
@@ -102,6 +104,9 @@ func (r ExecutionRequest) Validate() error {
 		return invalidf("Code too large: %d bytes (max %d)", len(r.Code), MaxCodeBytes)
 	case len(r.TestCases) > MaxTests:
 		return invalidf("Too many test cases: %d (max %d)", len(r.TestCases), MaxTests)
+	}
+	if _, err := r.Source(); err != nil {
+		return invalidf("%s", err)
 	}
 	if _, err := ParseCompare(r.Compare); err != nil {
 		return invalidf("Invalid compare mode: %q (want normalized, exact, tokens or float:EPS with EPS >= 0)", r.Compare)
@@ -124,6 +129,17 @@ func (r ExecutionRequest) Validate() error {
 		return invalidf("Test data too large: %d bytes (max %d)", total, MaxTestDataBytes)
 	}
 	return r.validateSubtasks()
+}
+
+// Source is the request's program: its code, its files decoded (see
+// multifile.Decode) and its entry. An error is a *multifile.Error naming
+// the field at fault.
+func (r ExecutionRequest) Source() (multifile.Source, error) {
+	files, err := multifile.Decode(r.Files)
+	if err != nil {
+		return multifile.Source{}, err
+	}
+	return multifile.Source{Code: r.Code, Files: files, Entry: r.Entry}, nil
 }
 
 // ValidationError is a reason to refuse a request. Its message is shown to

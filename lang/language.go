@@ -15,6 +15,10 @@ import (
 // when Vars.Binary is empty.
 const DefaultBinary = "main"
 
+// sourcesArg is the placeholder that stands for every source file, as a
+// whole argument of a compile template.
+const sourcesArg = "{sources}"
+
 // DefaultClass is the Java class name used when the code names none.
 const DefaultClass = "Solution"
 
@@ -39,6 +43,13 @@ type Language struct {
 	Source string
 	// Compile and Run are argv templates (see the package documentation).
 	Compile, Run []string
+	// Sources are the patterns of the files compiled together; see
+	// Recipe.Sources.
+	Sources []string
+	// ProjectFile and ProjectCompile are the compile argv of a workspace
+	// holding that file; see Recipe.ProjectFile.
+	ProjectFile    string
+	ProjectCompile []string
 	// Env holds the recipe's KEY=value entries with {tool} and {root}
 	// expanded. The backend adds HOME, TMPDIR, LANG and LC_ALL.
 	Env []string
@@ -85,25 +96,34 @@ type Vars struct {
 	Workspace string
 	// MemoryMB is the memory limit of the step (compile or run) in MB.
 	MemoryMB int
+	// Sources are the absolute sandbox paths {sources} stands for; empty
+	// means Source alone.
+	Sources []string
+	// Project compiles with the ProjectCompile template (the workspace
+	// holds ProjectFile).
+	Project bool
 }
 
 func newLanguage(id string, r Recipe, base []string) *Language {
 	l := &Language{
-		ID:            id,
-		Aliases:       lower(r.Aliases),
-		Extensions:    lower(r.Extensions),
-		Compiled:      r.Compiled,
-		Source:        r.Source,
-		Compile:       slices.Clone(r.Compile),
-		Run:           slices.Clone(r.Run),
-		CompileEnv:    slices.Clone(r.CompileEnv),
-		BuildCacheEnv: r.BuildCacheEnv,
-		MinProcesses:  r.MinProcesses,
-		Image:         r.Image,
-		MemoryFactor:  atLeastOne(r.MemoryFactor),
-		TimeoutFactor: atLeastOne(r.TimeoutFactor),
-		Recipe:        r,
-		baseMounts:    base,
+		ID:             id,
+		Aliases:        lower(r.Aliases),
+		Extensions:     lower(r.Extensions),
+		Compiled:       r.Compiled,
+		Source:         r.Source,
+		Compile:        slices.Clone(r.Compile),
+		Run:            slices.Clone(r.Run),
+		Sources:        slices.Clone(r.Sources),
+		ProjectFile:    r.ProjectFile,
+		ProjectCompile: slices.Clone(r.ProjectCompile),
+		CompileEnv:     slices.Clone(r.CompileEnv),
+		BuildCacheEnv:  r.BuildCacheEnv,
+		MinProcesses:   r.MinProcesses,
+		Image:          r.Image,
+		MemoryFactor:   atLeastOne(r.MemoryFactor),
+		TimeoutFactor:  atLeastOne(r.TimeoutFactor),
+		Recipe:         r,
+		baseMounts:     base,
 	}
 	tc := r.Toolchain
 	l.staticRoot = tc.Mount
@@ -152,7 +172,7 @@ func (l *Language) NeedsClass() bool {
 	if hasClass(l.Source) {
 		return true
 	}
-	for _, a := range append(append([]string(nil), l.Compile...), l.Run...) {
+	for _, a := range slices.Concat(l.Compile, l.ProjectCompile, l.Run) {
 		if hasClass(a) {
 			return true
 		}
@@ -182,10 +202,14 @@ func (l *Language) RunLimits(limits sandbox.Limits) sandbox.Limits {
 // for an interpreted language. {tool} and {root} take their discovered
 // values once Discover ran.
 func (l *Language) CompileArgs(v Vars) []string {
-	if len(l.Compile) == 0 {
+	tmpl := l.Compile
+	if v.Project && len(l.ProjectCompile) > 0 {
+		tmpl = l.ProjectCompile
+	}
+	if len(tmpl) == 0 {
 		return nil
 	}
-	return l.expand(l.Compile, v)
+	return l.expand(tmpl, v)
 }
 
 // RunArgs is the run argv with its placeholders expanded.
@@ -207,9 +231,17 @@ func (l *Language) expand(tmpl []string, v Vars) []string {
 		"{tool}", tool,
 		"{root}", root,
 	)
-	out := make([]string, len(tmpl))
-	for i, a := range tmpl {
-		out[i] = r.Replace(a)
+	out := make([]string, 0, len(tmpl))
+	for _, a := range tmpl {
+		if a == sourcesArg {
+			// A whole argument, one per source file.
+			if len(v.Sources) == 0 {
+				out = append(out, v.Source)
+			}
+			out = append(out, v.Sources...)
+			continue
+		}
+		out = append(out, r.Replace(a))
 	}
 	return out
 }

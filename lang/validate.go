@@ -12,6 +12,8 @@ var (
 	argvPlaceholders = set("source", "binary", "class", "workspace", "memory_mb", "heap_mb", "tool", "root",
 		// The older names of source and class.
 		"classname", "filename")
+	compilePlaceholders = set("source", "sources", "binary", "class", "workspace", "memory_mb", "heap_mb", "tool", "root",
+		"classname", "filename")
 	envPlaceholders     = set("tool", "root", "workspace")
 	sourcePlaceholders  = set("class", "classname")
 	versionPlaceholders = set("host_tool", "host_root")
@@ -75,8 +77,11 @@ func (r *Recipe) validate(id string) error {
 	case !r.Compiled && len(r.Compile) > 0:
 		return f("compile", "set although compiled is false")
 	}
-	if err := checkArgv(r.Compile, argvPlaceholders); err != nil {
+	if err := checkArgv(r.Compile, compilePlaceholders); err != nil {
 		return f("compile", "%v", err)
+	}
+	if err := r.validateSources(f); err != nil {
+		return err
 	}
 	if err := checkEnv(f, "env", r.Env, envPlaceholders); err != nil {
 		return err
@@ -167,6 +172,52 @@ func (d *Discovery) validate(f func(field, format string, args ...any) error, r 
 	}
 	if len(r.Version) > 0 && !hasTool {
 		return f("version", "needs toolchain.program or toolchain.paths")
+	}
+	return nil
+}
+
+// validateSources checks the fields of a program of several files:
+// {sources} only as a whole argument, valid patterns, and a project file
+// with its compile argv.
+func (r *Recipe) validateSources(f func(field, format string, args ...any) error) error {
+	for field, argv := range map[string][]string{"compile": r.Compile, "project_compile": r.ProjectCompile} {
+		for i, a := range argv {
+			if a != sourcesArg && strings.Contains(a, sourcesArg) {
+				return f(field, "[%d]: %s must be a whole argument", i, sourcesArg)
+			}
+		}
+	}
+	for i, p := range r.Sources {
+		if err := checkSourcePattern(p); err != nil {
+			return f(fmt.Sprintf("sources[%d]", i), "%v", err)
+		}
+	}
+	if len(r.Sources) > 0 && !r.Compiled {
+		return f("sources", "set although compiled is false")
+	}
+	switch {
+	case (r.ProjectFile == "") != (len(r.ProjectCompile) == 0):
+		return f("project_file", "project_file and project_compile go together")
+	case r.ProjectFile != "" && !r.Compiled:
+		return f("project_file", "set although compiled is false")
+	case r.ProjectFile != "" && (strings.ContainsAny(r.ProjectFile, "/\\\x00") || r.ProjectFile == "." || r.ProjectFile == ".."):
+		return f("project_file", "%q must be a plain file name", r.ProjectFile)
+	}
+	if err := checkArgv(r.ProjectCompile, compilePlaceholders); err != nil {
+		return f("project_compile", "%v", err)
+	}
+	return nil
+}
+
+// checkSourcePattern accepts a file name pattern, at the top of the
+// workspace, or at any depth after "**/".
+func checkSourcePattern(p string) error {
+	base := strings.TrimPrefix(p, "**/")
+	if base == "" || strings.ContainsAny(base, "/\\\x00") {
+		return fmt.Errorf("%q must be a file name pattern, optionally after **/", p)
+	}
+	if _, err := path.Match(base, ""); err != nil {
+		return fmt.Errorf("%q: %w", p, err)
 	}
 	return nil
 }

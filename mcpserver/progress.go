@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -59,6 +60,22 @@ type progressEngine struct{ judge.Engine }
 
 func (e progressEngine) Prepare(ctx context.Context, language, code string) (judge.Program, error) {
 	prog, err := e.Engine.Prepare(ctx, language, code)
+	return e.prepared(ctx, prog, err)
+}
+
+// PrepareSource prepares a program of several files when the wrapped
+// engine can.
+func (e progressEngine) PrepareSource(ctx context.Context, language string, src multifile.Source) (judge.Program, error) {
+	se, ok := e.Engine.(judge.SourceEngine)
+	if !ok {
+		return nil, fmt.Errorf("this judge's engine does not build programs of several files")
+	}
+	prog, err := se.PrepareSource(ctx, language, src)
+	return e.prepared(ctx, prog, err)
+}
+
+// prepared reports a prepared program and wraps it to report its runs.
+func (e progressEngine) prepared(ctx context.Context, prog judge.Program, err error) (judge.Program, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +107,10 @@ func (p progressProgram) RunStreaming(ctx context.Context, stdin []byte, limits 
 
 // unavailableEngine stands in when there is no judge engine.
 type unavailableEngine struct{ err error }
+
+func (u unavailableEngine) PrepareSource(ctx context.Context, language string, src multifile.Source) (judge.Program, error) {
+	return u.Prepare(ctx, language, src.Code)
+}
 
 func (u unavailableEngine) Prepare(context.Context, string, string) (judge.Program, error) {
 	if u.err != nil {

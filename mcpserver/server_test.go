@@ -267,7 +267,7 @@ func TestListTools(t *testing.T) {
 					t.Errorf("argument %s has no description", p)
 				}
 			}
-			if !slices.Equal(schema.Required, []string{"language", "code"}) {
+			if !slices.Equal(schema.Required, []string{"language"}) {
 				t.Errorf("required %v", schema.Required)
 			}
 		})
@@ -328,7 +328,7 @@ func TestExecuteCodeErrors(t *testing.T) {
 		{"timeout low", map[string]any{"language": "python", "code": "x", "timeout": 0}, `argument "timeout": 0 must be between 1 and 300 seconds`},
 		{"memory", map[string]any{"language": "python", "code": "x", "memory_limit": 8}, `argument "memory_limit": 8 must be between 16 and 8192 MB`},
 		{"session", map[string]any{"language": "python", "code": "x", "session_id": "../../etc"}, `argument "session_id": invalid session_id`},
-		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are code, language, memory_limit, session_id, stdin, timeout)`},
+		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are artifacts, code, entry, files, language, memory_limit, session_id, stdin, timeout)`},
 		{"wrong type", map[string]any{"language": "python", "code": 42}, `argument "code" must be a string, not a number`},
 		{"wrong type timeout", map[string]any{"language": "python", "code": "x", "timeout": "10s"}, `argument "timeout" must be a number, not a string`},
 		{"refused by the runner", map[string]any{"language": "python", "code": "refuse"}, "too many sessions: 100 sessions are open"},

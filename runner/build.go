@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path"
 	"time"
 
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -78,29 +78,39 @@ type BuildOptions struct {
 	Workspace string
 	// SampleInterval samples the compile step's CPU time and memory.
 	SampleInterval time.Duration
+	// Files are written into the workspace with the code (decoded by
+	// multifile.Decode); Entry names the file to run or compile, empty
+	// meaning the code's. Code may be empty when both are given.
+	Files []sandbox.File
+	Entry string
 }
 
 // Build makes code of language l ready to run in o.Workspace, with no
-// cache: an interpreted program's source is written there by each run; a
+// cache: an interpreted program's files are written there by each run; a
 // compiled one is compiled there in the sandbox with the compile limits.
 // It returns the Program, and the compile step's result for a compiled
 // language. When that step did not succeed the Program is nil and the
-// result says why (the compiler's output, its status). An error means the
-// toolchain is missing or the sandbox failed.
+// result says why (the compiler's output, its status). o.Files and
+// o.Entry make it a program of several files (see lang.Language.Place);
+// files that do not fit the language are refused with a
+// *multifile.Error. Any other error means the toolchain is missing or the
+// sandbox failed.
 func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o BuildOptions) (*Program, *sandbox.Result, error) {
 	if err := b.Check(ctx, l); err != nil {
 		return nil, nil, err
 	}
-	p := b.newProgram(l, l.ID, code)
+	p, err := b.newProgram(l, l.ID, multifile.Source{Code: code, Files: o.Files, Entry: o.Entry})
+	if err != nil {
+		return nil, nil, err
+	}
 	p.workspace = o.Workspace
 	if !l.Compiled {
-		p.code = []byte(code)
 		return p, nil, nil
 	}
 	if o.Workspace == "" {
 		return nil, nil, fmt.Errorf("%w: %s is compiled in a host workspace, and none was given", sandbox.ErrUnavailable, l.ID)
 	}
-	step := b.newStep(l, "", p.source, p.class, code, false)
+	step := b.newStep(l, "", p.place, false)
 	spec := b.compileSpec(step, o.Workspace, b.compileLimits)
 	spec.SampleInterval = o.SampleInterval
 	res, err := b.backend.Run(ctx, spec)
@@ -114,14 +124,26 @@ func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o Bu
 	return p, res, nil
 }
 
-// newProgram is the Program of code in l before it is compiled, named
-// language as the caller named it.
-func (b *Builder) newProgram(l *lang.Language, language, code string) *Program {
-	p := &Program{b: b, lang: l, language: language, source: l.SourceName(code)}
-	if l.NeedsClass() {
-		p.class = lang.JavaClass(code)
+// Reserved returns the workspace paths a build of l writes itself, which
+// no file of a request may take: the compiled program, and a cached
+// compile's build cache.
+func Reserved(l *lang.Language) map[string]string {
+	r := l.Reserved()
+	if l.BuildCacheEnv != "" {
+		r[goCacheDir] = "where the compiler's build cache is kept"
 	}
-	return p
+	return r
+}
+
+// newProgram is the Program of src in l before it is compiled, named
+// language as the caller named it. Files that do not fit the language
+// are a *multifile.Error.
+func (b *Builder) newProgram(l *lang.Language, language string, src multifile.Source) (*Program, error) {
+	place, err := l.Place(src, Reserved(l))
+	if err != nil {
+		return nil, err
+	}
+	return &Program{b: b, lang: l, language: language, place: place, withFiles: src.HasFiles()}, nil
 }
 
 // compileSpec is the sandbox spec of a compile step in the host workspace
@@ -134,20 +156,17 @@ func (b *Builder) compileSpec(step *compileStep, ws string, limits sandbox.Limit
 		Dir:       sandbox.WorkspaceDir,
 		Mounts:    append([]sandbox.Mount(nil), step.lang.Mounts...),
 		Workspace: ws,
-		Files:     []sandbox.File{{Path: step.source, Content: []byte(step.code), Mode: 0o644}},
+		Files:     append([]sandbox.File(nil), step.files...),
 		Limits:    limits,
 	}
 }
 
-// newStep is the compile step of code. A cached step (the judge's) also
-// gets a private build cache in its workspace when the language names
-// one; see buildCacheEnv.
-func (b *Builder) newStep(l *lang.Language, version, source, class, code string, cached bool) *compileStep {
-	vars := lang.Vars{
-		Source:   path.Join(sandbox.WorkspaceDir, source),
-		Class:    class,
-		MemoryMB: int(b.compileLimits.Memory / sandbox.MiB),
-	}
+// newStep is the compile step of the program placed as place. A cached
+// step (the judge's) also gets a private build cache in its workspace
+// when the language names one; see buildCacheEnv.
+func (b *Builder) newStep(l *lang.Language, version string, place *lang.Placement, cached bool) *compileStep {
+	vars := place.Vars(sandbox.WorkspaceDir)
+	vars.MemoryMB = int(b.compileLimits.Memory / sandbox.MiB)
 	var cache []string
 	if cached {
 		cache = buildCacheEnv(l)
@@ -158,8 +177,8 @@ func (b *Builder) newStep(l *lang.Language, version, source, class, code string,
 		where:   b.environment(l),
 		args:    l.CompileArgs(vars),
 		env:     lang.Environment(l.Env, l.CompileEnv, cache),
-		source:  source,
-		code:    code,
+		source:  place.Entry,
+		files:   place.Files,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -88,7 +89,10 @@ type Runner struct {
 	seeds   seedGroup
 }
 
-var _ judge.Engine = (*Runner)(nil)
+var (
+	_ judge.Engine       = (*Runner)(nil)
+	_ judge.SourceEngine = (*Runner)(nil)
+)
 
 // New returns a Runner that runs programs in backend with the recipes of
 // langs. It creates the cache directory and removes what crashed runs
@@ -151,7 +155,14 @@ func (r *Runner) CacheDir() string { return r.cache.dir }
 // compiled before with the same toolchain, argv and environment; a
 // compilation failure is a *judge.CompileError.
 func (r *Runner) Prepare(ctx context.Context, language, code string) (judge.Program, error) {
-	p, err := r.prepare(ctx, language, code)
+	return r.PrepareSource(ctx, language, multifile.Source{Code: code})
+}
+
+// PrepareSource is Prepare for a program of several files; see
+// judge.SourceEngine. Files that do not fit the language are refused with
+// a *multifile.Error. The compile cache keys the program by every file.
+func (r *Runner) PrepareSource(ctx context.Context, language string, src multifile.Source) (judge.Program, error) {
+	p, err := r.prepare(ctx, language, src)
 	if err != nil {
 		// A nil *Program in a non-nil interface would look like a program.
 		return nil, err
@@ -161,10 +172,10 @@ func (r *Runner) Prepare(ctx context.Context, language, code string) (judge.Prog
 
 // PrepareProgram is Prepare returning the concrete type.
 func (r *Runner) PrepareProgram(ctx context.Context, language, code string) (*Program, error) {
-	return r.prepare(ctx, language, code)
+	return r.prepare(ctx, language, multifile.Source{Code: code})
 }
 
-func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, error) {
+func (r *Runner) prepare(ctx context.Context, language string, src multifile.Source) (*Program, error) {
 	l, err := r.langs.Lookup(language)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", judge.ErrUnsupportedLanguage, err)
@@ -173,13 +184,15 @@ func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, 
 	if err := r.Check(ctx, l); err != nil {
 		return nil, err
 	}
-	p := r.newProgram(l, language, code)
+	p, err := r.newProgram(l, language, src)
+	if err != nil {
+		return nil, err
+	}
 	if !l.Compiled {
-		p.code = []byte(code)
 		p.openSeries()
 		return p, nil
 	}
-	e, err := r.compiled(ctx, l, tc.Version, p.source, p.class, code)
+	e, err := r.compiled(ctx, l, tc.Version, p.place, src.HasFiles())
 	if err != nil {
 		return nil, err
 	}

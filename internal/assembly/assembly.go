@@ -16,6 +16,7 @@ import (
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/session"
@@ -306,11 +307,16 @@ func sessionOptions(cfg *config.Config, dir string, log *slog.Logger) session.Op
 // that judging reports why as a sandbox_error.
 type BrokenEngine struct{ Err error }
 
-var _ judge.Engine = BrokenEngine{}
+var _ judge.SourceEngine = BrokenEngine{}
 
 // Prepare fails with the reason there is no engine.
 func (b BrokenEngine) Prepare(context.Context, string, string) (judge.Program, error) {
 	return nil, fmt.Errorf("the judge is unavailable: %w", b.Err)
+}
+
+// PrepareSource fails as Prepare does.
+func (b BrokenEngine) PrepareSource(ctx context.Context, language string, src multifile.Source) (judge.Program, error) {
+	return b.Prepare(ctx, language, src.Code)
 }
 
 // unavailable fails every run with the reason no backend could be opened.

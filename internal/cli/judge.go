@@ -23,7 +23,9 @@ import (
 
 const judgeAbout = `Compile the solution in FILE once, run it against every test case in the
 --tests file and judge the outputs. The code comes from
-FILE, or from standard input with "-" (then --lang is needed).
+FILE, or from standard input with "-" (then --lang is needed). A solution of
+several files is a DIR or several FILEs, built from its --entry file (default:
+the first FILE, or the directory's main.<ext>).
 
 The tests file is a JSON array of {id, input, expected_output, is_hidden,
 timeout_ms, description} ("expected" is accepted for "expected_output").
@@ -47,10 +49,11 @@ type judgeFlags struct {
 	cpus      float64
 	compare   string
 	parallel  int
+	entry     string
 }
 
 func (a *App) judgeCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("judge", "--tests TESTS FILE|-", judgeAbout, true)
+	fs, c := a.flagSet("judge", "--tests TESTS FILE|DIR|-|FILE...", judgeAbout, true)
 	var f judgeFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
@@ -61,6 +64,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	fs.Float64Var(&f.cpus, "cpus", judge.DefaultCPULimit, "CPU bandwidth of each test in `CORES`")
 	fs.StringVar(&f.compare, "compare", judge.CompareNormalized, "output comparison `MODE`: normalized, exact, tokens or float:EPS")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
+	fs.StringVar(&f.entry, "entry", "", "with a DIR or several FILEs, the `PATH` (relative to the directory) of the file to compile or run")
 
 	pos, code, done := a.parse(fs, c, args)
 	if done {
@@ -69,8 +73,6 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	switch {
 	case len(pos) == 0:
 		return a.fail("judge", "missing FILE (or - to read the code from stdin)")
-	case len(pos) > 1:
-		return a.fail("judge", "one FILE only, got %d arguments: %s", len(pos), strings.Join(pos, " "))
 	case f.tests == "":
 		return a.fail("judge", "--tests: the tests file is required")
 	case f.parallel < 1 || f.parallel > 64:
@@ -85,7 +87,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		return a.fail("judge", "--config: %v", err)
 	}
 
-	req, code, ok := a.judgeRequest(c, &f, pos[0], langs)
+	req, code, ok := a.judgeRequest(c, &f, pos, langs)
 	if !ok {
 		return code
 	}
@@ -122,16 +124,26 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 // judgeRequest reads the code and the tests file that judge's flags name
 // and makes the request; ok is false, with the exit code, when they are
 // refused.
-func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Table) (req judge.ExecutionRequest, code int, ok bool) {
+func (a *App) judgeRequest(c *common, f *judgeFlags, pos []string, langs *lang.Table) (req judge.ExecutionRequest, code int, ok bool) {
 	var err error
 	var src []byte
 	var language string
-	if file == "-" {
+	file := pos[0]
+	var prog *program
+	switch {
+	case len(pos) > 1 || isDir(file):
+		if prog, err = readProgram(pos, f.entry, langs); err != nil {
+			return req, a.fail("judge", "%v", err), false
+		}
+		file = prog.entry
+	case f.entry != "":
+		return req, a.fail("judge", "--entry: only with a DIR or several FILEs"), false
+	case file == "-":
 		if f.lang == "" {
 			return req, a.fail("judge", "--lang: needed when the code comes from stdin"), false
 		}
 		src, err = readBounded(a.Stdin, judge.MaxCodeBytes, "stdin")
-	} else {
+	default:
 		src, err = readFileBounded(file, judge.MaxCodeBytes)
 	}
 	if err != nil {
@@ -183,6 +195,9 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 		CPULimit:       f.cpus,
 		Compare:        f.compare,
 		Subtasks:       subtasks,
+	}
+	if prog != nil {
+		req.Files, req.Entry = prog.files, prog.entry
 	}
 	if err := req.WithDefaults().Validate(); err != nil {
 		res := judge.InvalidRequestResult(req.RequestID, err, 0)
