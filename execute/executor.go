@@ -225,6 +225,13 @@ func CheckRequest(req Request) (multifile.Source, error) {
 			return src, err
 		}
 	}
+	if src.HasFiles() && strings.TrimSpace(src.Code) == "" {
+		// Without code the entry must be one of the files, whatever the
+		// language.
+		if _, err := multifile.Resolve(src, "", nil); err != nil {
+			return src, err
+		}
+	}
 	if err := req.Artifacts.Validate(); err != nil {
 		return src, err
 	}

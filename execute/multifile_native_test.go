@@ -39,7 +39,7 @@ func nativeExecutor(t *testing.T) *execute.Executor {
 // language, each printing want only if every file was built into it.
 var multiFilePrograms = []struct {
 	name, language, code, entry, want string
-	files                              []multifile.File
+	files                             []multifile.File
 }{
 	{
 		name: "c", language: "c", want: "5\n",

@@ -19,6 +19,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/session"
 )
@@ -84,6 +85,17 @@ func (e fakeEngine) Prepare(_ context.Context, language, code string) (judge.Pro
 		return nil, fmt.Errorf("%w: %s", judge.ErrUnsupportedLanguage, language)
 	}
 	return fakeProgram{code: code, runner: e.runner}, nil
+}
+
+// PrepareSource takes the entry's content for the code, so that a judge
+// of files judges what the entry holds.
+func (e fakeEngine) PrepareSource(ctx context.Context, language string, src multifile.Source) (judge.Program, error) {
+	for _, f := range src.Files {
+		if f.Path == src.Entry {
+			return e.Prepare(ctx, language, string(f.Content))
+		}
+	}
+	return nil, &multifile.Error{Field: "entry", Reason: "not among files"}
 }
 
 type fakeProgram struct {
@@ -332,6 +344,18 @@ func TestExecuteCodeErrors(t *testing.T) {
 		{"wrong type", map[string]any{"language": "python", "code": 42}, `argument "code" must be a string, not a number`},
 		{"wrong type timeout", map[string]any{"language": "python", "code": "x", "timeout": "10s"}, `argument "timeout" must be a number, not a string`},
 		{"refused by the runner", map[string]any{"language": "python", "code": "refuse"}, "too many sessions: 100 sessions are open"},
+		{"file leaving", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "../x", "content": ""}}},
+			`argument "files[0].path": "../x" leaves the workspace`},
+		{"file bad base64", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "a", "content": "%%", "encoding": "base64"}}},
+			`argument "files[0].content": not valid base64`},
+		{"file unknown field", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "a", "mode": 7}}},
+			`unknown argument "mode"`},
+		{"files without entry", map[string]any{"language": "python", "files": []any{map[string]any{"path": "a.py", "content": "x"}}},
+			`argument "code" is required and must not be empty, unless "files" and "entry" hold the program`},
+		{"entry not a file", map[string]any{"language": "python", "entry": "b.py", "files": []any{map[string]any{"path": "a.py", "content": "x"}}},
+			`argument "entry": "b.py" is not among files`},
+		{"artifacts max_bytes", map[string]any{"language": "python", "code": "x", "artifacts": map[string]any{"include_content": true, "max_bytes": -2}},
+			`argument "artifacts": invalid artifacts options: max_bytes must be between`},
 	}
 	for _, tr := range transports {
 		cs := connect(t, s, tr, nil)
@@ -343,6 +367,30 @@ func TestExecuteCodeErrors(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestJudgeCodeFiles(t *testing.T) {
+	s, _ := newServer(t)
+	cs := connect(t, s, "memory", nil)
+	res := call(t, cs, ToolJudgeCode, map[string]any{
+		"language": "python", "entry": "sol.py",
+		"files":      []any{map[string]any{"path": "sol.py", "content": "echo"}},
+		"test_cases": []map[string]any{{"input": "1\n", "expected_output": "1\n"}},
+	})
+	var r judge.ExecutionResult
+	structuredInto(t, res, &r)
+	if res.IsError || r.Status != judge.StatusAllPassed {
+		t.Fatalf("isError %v, result %+v", res.IsError, r)
+	}
+	res = call(t, cs, ToolJudgeCode, map[string]any{
+		"language": "python", "code": "echo",
+		"files":      []any{map[string]any{"path": "/etc/x", "content": ""}},
+		"test_cases": []map[string]any{{"input": "1\n", "expected_output": "1\n"}},
+	})
+	structuredInto(t, res, &r)
+	if r.Status != judge.StatusSandboxError || r.ErrorInfo == nil || !strings.Contains(r.ErrorInfo.Message, "files[0].path") {
+		t.Fatalf("result %+v", r)
 	}
 }
 
