@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/multifile"
+	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/native"
 )
 
@@ -32,7 +34,11 @@ func nativeExecutor(t *testing.T) *execute.Executor {
 	if nativeErr != nil {
 		t.Fatalf("native backend unavailable: %v", nativeErr)
 	}
-	return execute.New(nativeBe, lang.Default(), execute.Options{TempDir: t.TempDir()})
+	// A single run's Go build starts with an empty build cache: on a
+	// loaded machine (the race detector, other suites) it needs more than
+	// the default 30 s.
+	slow := sandbox.Limits{WallTime: 180 * time.Second, CPUTime: 180 * time.Second}
+	return execute.New(nativeBe, lang.Default(), execute.Options{TempDir: t.TempDir(), CompileLimits: slow})
 }
 
 // multiFilePrograms are programs of two files or more in each compiled
@@ -63,15 +69,15 @@ var multiFilePrograms = []struct {
 	},
 	{
 		name: "go package", language: "go", want: "go two files\n",
-		code:  "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(helper()) }\n",
+		code:  "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(helper() + \"\\n\") }\n",
 		files: []multifile.File{{Path: "helper.go", Content: "package main\n\nfunc helper() string { return \"go two files\" }\n"}},
 	},
 	{
 		name: "go module", language: "go", want: "42\n",
-		code: "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/m/util\"\n)\n\nfunc main() { fmt.Println(util.Twice(21)) }\n",
+		code: "package main\n\nimport (\n\t\"os\"\n\n\t\"example.com/m/util\"\n)\n\nfunc main() { os.Stdout.WriteString(util.Twice(\"4\")) }\n",
 		files: []multifile.File{
 			{Path: "go.mod", Content: "module example.com/m\n\ngo 1.19\n"},
-			{Path: "util/util.go", Content: "package util\n\nfunc Twice(n int) int { return 2 * n }\n"},
+			{Path: "util/util.go", Content: "package util\n\nfunc Twice(s string) string { return s + \"2\\n\" }\n"},
 		},
 	},
 	{

@@ -207,12 +207,8 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 		req.SessionID = &id
 	}
 
-	if f.artifactBytes != 0 && !f.artifactContent {
-		return req, errors.New("--artifact-max-bytes: only with --artifact-content")
-	}
-	req.Artifacts = execute.ArtifactOptions{IncludeContent: f.artifactContent, MaxBytes: f.artifactBytes}
-	if err := req.Artifacts.Validate(); err != nil {
-		return req, fmt.Errorf("--artifact-max-bytes: %w", err)
+	if req.Artifacts, err = artifactOptions(f); err != nil {
+		return req, err
 	}
 
 	var code []byte
@@ -249,6 +245,18 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 		req.Stdin = string(in)
 	}
 	return req, nil
+}
+
+// artifactOptions are the artifact flags as a request's options.
+func artifactOptions(f *runFlags) (execute.ArtifactOptions, error) {
+	if f.artifactBytes != 0 && !f.artifactContent {
+		return execute.ArtifactOptions{}, errors.New("--artifact-max-bytes: only with --artifact-content")
+	}
+	o := execute.ArtifactOptions{IncludeContent: f.artifactContent, MaxBytes: f.artifactBytes}
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("--artifact-max-bytes: %w", err)
+	}
+	return o, nil
 }
 
 // limitFlags maps the fields of ExecutionLimits to the flag that sets
