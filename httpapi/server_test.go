@@ -87,6 +87,8 @@ func TestEndpoints(t *testing.T) {
 		{"run file twice", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"a"},{"path":"a"}]}`, 400, CodeBadRequest, "files[1].path"},
 		{"run files type", "POST", "/v1/run", `{"language":"python","code":"x","files":{"a":"b"}}`, 400, CodeBadRequest, "files"},
 		{"run entry missing", "POST", "/v1/run", `{"language":"python","files":[{"path":"a.py"}],"entry":"b.py"}`, 400, CodeBadRequest, "entry"},
+		{"run file unknown field", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"a","mode":7}]}`, 400, CodeBadRequest, "files[0].mode: unknown field"},
+		{"run artifacts unknown field", "POST", "/v1/run", `{"language":"python","code":"x","artifacts":{"content":true}}`, 400, CodeBadRequest, "artifacts.content: unknown field"},
 		{"run artifacts max_bytes", "POST", "/v1/run", `{"language":"python","code":"x","artifacts":{"include_content":true,"max_bytes":-1}}`, 400, CodeBadRequest, "artifacts"},
 		{"run too large", "POST", "/v1/run", `{"language":"python","code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
 		{"judge", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}]}`, 200, "", ""},
