@@ -55,7 +55,8 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"expected and expected_output differ", `{"test_cases": [{"id": "t", "expected": "1", "expected_output": "2"}]}`, ErrInvalidRequest, `test case "t": expected and expected_output differ`},
 		{"trailing data", `{"code": "x"} {"code": "y"}`, ErrInvalidRequest, "unexpected data after the request object"},
 		{"truncated", `{"code": "x"`, ErrInvalidRequest, "unexpected EOF"},
-		{"unknown field", `{"code": "x", "files": []}`, ErrInvalidRequest, "files: unknown field"},
+		{"unknown field", `{"code": "x", "file": []}`, ErrInvalidRequest, "file: unknown field"},
+		{"unknown field of a file", `{"code": "x", "files": [{"path": "a", "mode": 7}]}`, ErrInvalidRequest, "files[0].mode: unknown field"},
 		{"unknown nested field", `{"test_cases": [{"id": "a"}, {"id": "b", "expected_ouput": "1"}]}`, ErrInvalidRequest, "test_cases[1].expected_ouput: unknown field"},
 		{"another system's field", `{"source_code": "x", "language_id": 71}`, ErrInvalidRequest, "source_code: unknown field"},
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -161,10 +162,16 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	}
 
 	stage = StageCompilation
-	prog, err := j.engine.Prepare(ctx, req.Language, code, req.ProgramOptions())
+	opts, err := req.ProgramOptions()
+	if err != nil { // Validate checked it; kept so that a change there cannot panic here.
+		return InvalidRequestResult(req.RequestID, err, elapsed())
+	}
+	prog, err := j.engine.Prepare(ctx, req.Language, code, opts)
 	var ce *CompileError
 	var ve *ValidationError
 	switch {
+	case errors.Is(err, multifile.ErrInvalid):
+		return InvalidRequestResult(req.RequestID, &ValidationError{Message: err.Error()}, elapsed())
 	case errors.As(err, &ce):
 		res := compilationErrorResult(req, ce, elapsed())
 		score(req, &res, nil)

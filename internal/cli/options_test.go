@@ -54,7 +54,10 @@ func TestRunProgramOptionsRefused(t *testing.T) {
 		{"no equals", []string{"run", "--env", "GREETING", fk}, `invalid value "GREETING" for flag --env: "GREETING" is not NAME=VALUE`},
 		{"twice", []string{"run", "--env", "A=1", "--env", "A=2", fk}, "A is given twice"},
 		{"NUL argument", []string{"run", fk, "--", "a\x00b"}, "the program's arguments (after --): args[0]: contains a NUL byte"},
-		{"two files", []string{"run", fk, fk, "--", "a"}, "the program's arguments go after --"},
+		// Several FILEs make one program: a word meant for the program,
+		// given before --, is a file that does not exist.
+		{"argument before --", []string{"run", fk, "no-such-file", "--", "a"}, "no-such-file: no such file or directory (the program's arguments go after --)"},
+		{"judge argument before --", []string{"judge", "--tests", "t.json", fk, "no-such-file"}, "(the program's arguments go after --)"},
 		{"judge denied flag", []string{"judge", "--tests", "t.json", "--compiler-flag", "-Wl,-T,x", fkc}, `--compiler-flag: "-Wl,-T,x" is refused`},
 		{"judge LD_AUDIT", []string{"judge", "--tests", "t.json", "--env", "LD_AUDIT=x", fkc}, "--env LD_AUDIT"},
 	} {
