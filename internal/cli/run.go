@@ -173,7 +173,6 @@ func (a *App) sessionDir() (string, error) {
 // defaults and the code. Its errors name the flag at fault.
 func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, langs *lang.Table, pos []string) (execute.Request, error) {
 	var req execute.Request
-	var l *lang.Language
 	file := pos[0]
 	var prog *program
 	if len(pos) > 1 || isDir(file) {
@@ -186,32 +185,22 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 		return req, errors.New("--entry: only with a DIR or several FILEs")
 	}
 	fromStdin := file == "-"
-	switch {
-	case f.lang != "":
-		var err error
-		if l, err = langs.Lookup(f.lang); err != nil {
-			return req, fmt.Errorf("--lang: %w", err)
-		}
+	l, err := runLanguage(f, langs, file)
+	if err != nil {
+		return req, err
+	}
+	req.Language = l.ID
+	if f.lang != "" {
 		req.Language = f.lang
-	case fromStdin:
-		return req, errors.New("--lang is required when the code comes from stdin (-)")
-	default:
-		var err error
-		if l, err = langs.ForFile(file); err != nil {
-			return req, fmt.Errorf("%w; name it with --lang", err)
-		}
-		req.Language = l.ID
 	}
 	req.Args, req.CompilerFlags, req.Env = f.args, f.program.compilerFlags, f.program.envMap()
 	if err := checkProgramFlags(l, req.Args, req.CompilerFlags, req.Env); err != nil {
 		return req, err
 	}
 
-	limits, err := runLimits(fs, f, cfg)
-	if err != nil {
+	if req.Limits, err = runLimits(fs, f, cfg); err != nil {
 		return req, err
 	}
-	req.Limits = limits
 
 	if isSet(fs, "session") {
 		if err := execute.ValidateSessionID(f.session); err != nil {
@@ -259,6 +248,26 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 		req.Stdin = string(in)
 	}
 	return req, nil
+}
+
+// runLanguage is the language of run's program: --lang, else that of
+// file (the entry of several files) by its extension.
+func runLanguage(f *runFlags, langs *lang.Table, file string) (*lang.Language, error) {
+	switch {
+	case f.lang != "":
+		l, err := langs.Lookup(f.lang)
+		if err != nil {
+			return nil, fmt.Errorf("--lang: %w", err)
+		}
+		return l, nil
+	case file == "-":
+		return nil, errors.New("--lang is required when the code comes from stdin (-)")
+	}
+	l, err := langs.ForFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w; name it with --lang", err)
+	}
+	return l, nil
 }
 
 // checkProgramFlags checks the program's arguments, compiler flags and
