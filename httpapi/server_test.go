@@ -130,8 +130,8 @@ func TestEndpoints(t *testing.T) {
 	// A judge request from a client written for another system is
 	// refused naming the field, nested ones by their path.
 	for body, field := range map[string]string{
-		`{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","expected_ouput":"1"}]}`: "test_cases[0].expected_ouput: unknown field",
-		`{"source_code":"print(1)","language_id":71}`:                                                             "source_code: unknown field",
+		`{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","expected_answer":"1"}]}`: "test_cases[0].expected_answer: unknown field",
+		`{"source_code":"print(1)","language_id":71}`:                                                              "source_code: unknown field",
 	} {
 		rec := do(t, s, "POST", "/v1/judge", body, nil)
 		if rec.Code != 400 || !strings.Contains(rec.Body.String(), field) {

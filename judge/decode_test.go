@@ -57,7 +57,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"truncated", `{"code": "x"`, ErrInvalidRequest, "unexpected EOF"},
 		{"unknown field", `{"code": "x", "file": []}`, ErrInvalidRequest, "file: unknown field"},
 		{"unknown field of a file", `{"code": "x", "files": [{"path": "a", "mode": 7}]}`, ErrInvalidRequest, "files[0].mode: unknown field"},
-		{"unknown nested field", `{"test_cases": [{"id": "a"}, {"id": "b", "expected_ouput": "1"}]}`, ErrInvalidRequest, "test_cases[1].expected_ouput: unknown field"},
+		{"unknown nested field", `{"test_cases": [{"id": "a"}, {"id": "b", "expected_answer": "1"}]}`, ErrInvalidRequest, "test_cases[1].expected_answer: unknown field"},
 		{"another system's field", `{"source_code": "x", "language_id": 71}`, ErrInvalidRequest, "source_code: unknown field"},
 	}
 	for _, tt := range tests {

@@ -366,7 +366,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // decodeTests reads a tests file: a JSON array of test cases, refusing
-// a field a test case does not have ("[2].expected_ouput: unknown field").
+// a field a test case does not have ("[2].expected_answer: unknown field").
 func decodeTests(raw []byte) ([]judge.TestCase, error) {
 	var tests []judge.TestCase
 	if err := json.Unmarshal(raw, &tests); err != nil {
