@@ -125,7 +125,7 @@ func TestDialChecksWhatItConnects(t *testing.T) {
 	if _, err := p.CheckURL(context.Background(), u); err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	resp, err := p.Client(5 * time.Second).Post(u, "application/json", strings.NewReader("{}"))
+	resp, err := p.Client(5*time.Second).Post(u, "application/json", strings.NewReader("{}"))
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("the rebound name was reached")
