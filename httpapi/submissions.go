@@ -496,6 +496,7 @@ func (sb *submissions) send(ctx context.Context, id string, stored []byte) error
 		}
 		return fmt.Errorf("unable to reach the callback: %w", err)
 	}
+	defer resp.Body.Close()
 	egress.Drain(resp.Body, callbackAnswerBytes)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return &controlplane.StatusError{Code: resp.StatusCode}

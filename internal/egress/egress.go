@@ -250,10 +250,9 @@ func (p *Policy) Client(timeout time.Duration) *http.Client {
 	}
 }
 
-// Drain reads at most limit bytes of an answer's body and closes it, so
-// that a connection may be reused without a hostile server making the
-// reader hold or read for ever.
-func Drain(body io.ReadCloser, limit int64) {
+// Drain reads at most limit bytes of an answer's body, so that a
+// connection may be reused without a hostile server making the reader
+// read for ever; the caller closes the body.
+func Drain(body io.Reader, limit int64) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, limit))
-	_ = body.Close()
 }

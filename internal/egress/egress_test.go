@@ -149,6 +149,7 @@ func TestNoRedirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	Drain(resp.Body, 1024)
 	if resp.StatusCode != http.StatusTemporaryRedirect || hits.Load() != 1 {
 		t.Fatalf("status %d after %d requests", resp.StatusCode, hits.Load())
