@@ -43,6 +43,9 @@ type OutboxOptions struct {
 	// ("execution_id"); nil discards them.
 	Logger *slog.Logger
 	IDKey  string
+	// Kind names what is delivered in the logs ("result": "result
+	// delivered", event result_delivered); empty means "body".
+	Kind string
 	// OnFailure, when set, logs a failed attempt instead of the outbox.
 	OnFailure func(id string, attempt int, err error)
 	// OnDone, when set, is called once an id is delivered (err nil) or
@@ -64,6 +67,7 @@ type Outbox struct {
 	maxBytes  int64
 	log       *slog.Logger
 	idKey     string
+	kind      string
 	onFailure func(string, int, error)
 	onDone    func(string, int, error)
 
@@ -101,7 +105,7 @@ func NewOutbox(opts OutboxOptions) (*Outbox, error) {
 	o := &Outbox{
 		dir: opts.Dir, send: opts.Send, backoff: opts.Backoff,
 		maxItems: opts.MaxItems, maxBytes: opts.MaxBytes,
-		log: opts.Logger, idKey: opts.IDKey, onFailure: opts.OnFailure, onDone: opts.OnDone,
+		log: opts.Logger, idKey: opts.IDKey, kind: opts.Kind, onFailure: opts.OnFailure, onDone: opts.OnDone,
 		pending: map[string]*pending{},
 	}
 	if o.maxItems <= 0 {
@@ -118,6 +122,9 @@ func NewOutbox(opts OutboxOptions) (*Outbox, error) {
 	}
 	if o.idKey == "" {
 		o.idKey = "id"
+	}
+	if o.kind == "" {
+		o.kind = "body"
 	}
 	o.idle = sync.NewCond(&o.mu)
 	o.ctx, o.cancel = context.WithCancel(context.Background())
@@ -246,9 +253,9 @@ func (o *Outbox) deliver(id string) {
 			o.drop(id)
 			o.mu.Unlock()
 			if err == nil {
-				o.log.Info("delivered", "event", "delivered", o.idKey, id, "attempts", attempt+1)
+				o.log.Info(o.kind+" delivered", "event", o.kind+"_delivered", o.idKey, id, "attempts", attempt+1)
 			} else {
-				o.log.Warn("delivery given up", "event", "delivery_abandoned", o.idKey, id, "attempts", attempt+1, "error", err)
+				o.log.Warn(o.kind+" delivery given up", "event", o.kind+"_abandoned", o.idKey, id, "attempts", attempt+1, "error", err)
 			}
 			if o.onDone != nil {
 				o.onDone(id, attempt+1, err)
@@ -258,7 +265,7 @@ func (o *Outbox) deliver(id string) {
 		if o.onFailure != nil {
 			o.onFailure(id, attempt, err)
 		} else if o.ctx.Err() == nil {
-			o.log.Warn("delivery failed; retrying", "event", "delivery_failed", o.idKey, id, "attempt", attempt+1, "error", err)
+			o.log.Warn(o.kind+" delivery failed; retrying", "event", o.kind+"_failed", o.idKey, id, "attempt", attempt+1, "error", err)
 		}
 		if !o.wait(attempt) {
 			o.mu.Lock()

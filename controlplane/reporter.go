@@ -162,6 +162,7 @@ func New(opts Options) (*Reporter, error) {
 		MaxBytes:  opts.MaxSpoolBytes,
 		Logger:    r.log,
 		IDKey:     "execution_id",
+		Kind:      KindResult,
 		OnFailure: func(id string, attempt int, err error) { r.logFailure(KindResult, id, attempt, err) },
 	})
 	if err != nil {

@@ -196,7 +196,7 @@ func newSubmissions(s *Server, o SubmissionOptions) (*submissions, error) {
 	sb.outbox, err = controlplane.NewOutbox(controlplane.OutboxOptions{
 		Dir: o.SpoolDir, Send: sb.send, Backoff: o.Backoff,
 		MaxItems: o.MaxSpool, MaxBytes: o.MaxSpoolBytes,
-		Logger: s.log, IDKey: "submission_id",
+		Logger: s.log, IDKey: "submission_id", Kind: "callback",
 		OnFailure: sb.failed, OnDone: sb.done,
 	})
 	if err != nil {

@@ -260,7 +260,9 @@ func TestCallbackRedirectNotFollowed(t *testing.T) {
 		t.Fatalf("POST: %d %s", rec.Code, rec.Body)
 	}
 	id := submissionOf(t, rec.Body.Bytes()).SubmissionID
-	st := waitFor(t, s, id, nil, func(st SubmissionStatus) bool { return st.Callback.Attempts >= 3 && st.Callback.LastError != "" && hits.Load() >= 3 })
+	st := waitFor(t, s, id, nil, func(st SubmissionStatus) bool {
+		return st.Callback.Attempts >= 3 && st.Callback.LastError != "" && hits.Load() >= 3
+	})
 	if st.Callback.State != DeliverySending || !strings.Contains(st.Callback.LastError, "307") {
 		t.Fatalf("callback %+v", st.Callback)
 	}
