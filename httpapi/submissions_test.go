@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -399,5 +400,99 @@ func TestSubmissionInterruptedByShutdown(t *testing.T) {
 	var res judge.ExecutionResult
 	if err := json.Unmarshal(st.Result, &res); err != nil || res.Status != judge.StatusSandboxError || res.ErrorInfo == nil || res.ErrorInfo.Code != CodeInterrupted {
 		t.Fatalf("result %s: %v", st.Result, err)
+	}
+}
+
+// rebinder resolves a name to a public address at the first lookup (the
+// check of the request) and to loopback after (the connection).
+type rebinder struct{ calls atomic.Int32 }
+
+func (r *rebinder) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host != "hook.example" {
+		return nil, errors.New("no such host")
+	}
+	if r.calls.Add(1) == 1 {
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// TestCallbackRebindingRefused: a name that passed the check and
+// resolves to loopback when the result is sent reaches nothing; the
+// delivery is given up at once.
+func TestCallbackRebindingRefused(t *testing.T) {
+	rc := newReceiver(t)
+	port := rc.srv.URL[strings.LastIndex(rc.srv.URL, ":")+1:]
+	j := newBlockingJudge()
+	close(j.release)
+	res := &rebinder{}
+	s := asyncServer(t, j, t.TempDir(), func(o *Options) {
+		o.Submissions.AllowedHosts = nil
+		o.Submissions.Resolver = res
+	})
+	rec := do(t, s, "POST", "/v1/judge", judgeBody("http://hook.example:"+port+"/"), nil)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", rec.Code, rec.Body)
+	}
+	id := submissionOf(t, rec.Body.Bytes()).SubmissionID
+	st := waitFor(t, s, id, nil, func(st SubmissionStatus) bool { return st.Callback.State == DeliveryFailed })
+	if st.Callback.Attempts != 1 || !strings.Contains(st.Callback.LastError, "not allowed") {
+		t.Fatalf("callback %+v", st.Callback)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != 0 || rc.refused.Load() != 0 {
+		t.Fatalf("the loopback receiver was reached")
+	}
+}
+
+// TestCallbackGivenUpAfterMaxAge: a result not delivered within
+// callback_max_age is given up, and GET says so.
+func TestCallbackGivenUpAfterMaxAge(t *testing.T) {
+	rc := newReceiver(t)
+	j := newBlockingJudge()
+	close(j.release)
+	s := asyncServer(t, j, t.TempDir(), func(o *Options) { o.Submissions.MaxAge = time.Nanosecond })
+	rec := do(t, s, "POST", "/v1/judge", judgeBody(rc.srv.URL), nil)
+	id := submissionOf(t, rec.Body.Bytes()).SubmissionID
+	st := waitFor(t, s, id, nil, func(st SubmissionStatus) bool { return st.Callback.State == DeliveryFailed })
+	if !strings.Contains(st.Callback.LastError, "callback_max_age") {
+		t.Fatalf("callback %+v", st.Callback)
+	}
+}
+
+// TestSubmissionsShareTheQueue: submissions take the server's running
+// slots and queue places; once both are taken the next is 503
+// queue_full, and a key's max_concurrent counts its submissions.
+func TestSubmissionsShareTheQueue(t *testing.T) {
+	rc := newReceiver(t)
+	j := newBlockingJudge()
+	s := asyncServer(t, j, t.TempDir(), func(o *Options) {
+		o.MaxConcurrent, o.QueueSize = 1, 1
+		o.APIKeys = []APIKey{{Name: "a", SHA256: sha256.Sum256([]byte("key-a")), MaxConcurrent: 2}, {Name: "b", SHA256: sha256.Sum256([]byte("key-b"))}}
+	})
+	a := map[string]string{"Authorization": "Bearer key-a"}
+	b := map[string]string{"Authorization": "Bearer key-b"}
+	for i := range 2 {
+		if rec := do(t, s, "POST", "/v1/judge", judgeBody(rc.srv.URL), a); rec.Code != http.StatusAccepted {
+			t.Fatalf("submission %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	rec := do(t, s, "POST", "/v1/judge", judgeBody(rc.srv.URL), a)
+	if rec.Code != http.StatusTooManyRequests || errOf(t, rec).Code != CodeConcurrencyLimited {
+		t.Fatalf("over max_concurrent: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(t, s, "POST", "/v1/judge", judgeBody(rc.srv.URL), b)
+	if rec.Code != http.StatusServiceUnavailable || errOf(t, rec).Code != CodeQueueFull {
+		t.Fatalf("queue full: %d %s", rec.Code, rec.Body)
+	}
+	// A synchronous request finds the queue full too.
+	rec = do(t, s, "POST", "/v1/judge", `{"code":"print(3)","language":"python","test_cases":[{"expected_output":"3"}]}`, b)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("synchronous judge: %d %s", rec.Code, rec.Body)
+	}
+	close(j.release)
+	for range 2 {
+		<-rc.delivered
 	}
 }
