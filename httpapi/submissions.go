@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,12 +139,19 @@ type submission struct {
 	st    SubmissionStatus
 }
 
-// envelope is what the spool keeps of a result: all the delivery needs.
+// envelope is what the spool keeps of a result: all the delivery needs,
+// and what GET shows of it after a restart.
 type envelope struct {
-	ID        string          `json:"submission_id"`
-	URL       string          `json:"callback_url"`
-	CreatedAt time.Time       `json:"created_at"`
-	Result    json.RawMessage `json:"result"`
+	ID        string    `json:"submission_id"`
+	URL       string    `json:"callback_url"`
+	CreatedAt time.Time `json:"created_at"`
+	// Owner is the submission's owner (a key's name or a digest of a
+	// token, never the key).
+	Owner      string          `json:"owner"`
+	RequestID  string          `json:"request_id"`
+	StartedAt  *time.Time      `json:"started_at,omitempty"`
+	FinishedAt time.Time       `json:"finished_at"`
+	Result     json.RawMessage `json:"result"`
 }
 
 // submissions holds the asynchronous submissions of a server.
@@ -157,9 +166,14 @@ type submissions struct {
 	maxAge    time.Duration
 	outbox    *controlplane.Outbox
 	outcomes  *prometheus.CounterVec
+	dir       string
 
 	mu   sync.Mutex
 	byID map[string]*submission
+	// stored are the ids an earlier process left in the spool, not seen
+	// yet by this one: their first attempt makes them visible to GET
+	// again.
+	stored map[string]bool
 }
 
 // newSubmissions builds the submissions of s; nil when they are off.
@@ -173,7 +187,7 @@ func newSubmissions(s *Server, o SubmissionOptions) (*submissions, error) {
 	sb := &submissions{
 		s: s, secret: o.Secret, ttl: o.TTL, max: o.Max, maxResult: o.MaxResultBytes, maxAge: o.MaxAge,
 		policy: &egress.Policy{Allow: o.AllowedHosts, Resolver: o.Resolver},
-		byID:   map[string]*submission{},
+		byID:   map[string]*submission{}, stored: map[string]bool{}, dir: o.SpoolDir,
 	}
 	if sb.ttl <= 0 {
 		sb.ttl = DefaultSubmissionTTL
@@ -408,7 +422,8 @@ func (sb *submissions) run(sub *submission, req judge.ExecutionRequest, wait fun
 	sub.st.Status, sub.st.FinishedAt, sub.st.ExpiresAt = SubmissionDone, &finished, &expires
 	sub.st.Result = body
 	sub.st.Callback.State = DeliverySending
-	env := envelope{ID: sub.st.SubmissionID, URL: sub.st.Callback.URL, CreatedAt: sub.st.CreatedAt, Result: body}
+	env := envelope{ID: sub.st.SubmissionID, URL: sub.st.Callback.URL, CreatedAt: sub.st.CreatedAt, Result: body,
+		Owner: sub.owner, RequestID: sub.st.RequestID, StartedAt: sub.st.StartedAt, FinishedAt: finished}
 	sb.mu.Unlock()
 	b, err := json.Marshal(env)
 	if err == nil {
@@ -479,6 +494,7 @@ func (sb *submissions) send(ctx context.Context, id string, stored []byte) error
 	if time.Since(env.CreatedAt) > sb.maxAge {
 		return controlplane.Permanent(fmt.Errorf("not delivered within %s (server.callback_max_age)", sb.maxAge))
 	}
+	sb.restore(env)
 	sb.update(id, func(c *CallbackStatus) { c.Attempts++ })
 	// The dialer checks the destination at every connection.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.URL, bytes.NewReader(env.Result))
@@ -525,10 +541,40 @@ func (sb *submissions) done(id string, _ int, err error) {
 	sb.update(id, func(c *CallbackStatus) { c.State, c.LastError, c.DeliveredAt = DeliveryDelivered, "", &now })
 }
 
+// restore makes a submission an earlier process left in the spool
+// visible to GET again, for its TTL from now.
+func (sb *submissions) restore(env envelope) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if !sb.stored[env.ID] {
+		return
+	}
+	delete(sb.stored, env.ID)
+	if _, ok := sb.byID[env.ID]; ok {
+		return
+	}
+	finished := env.FinishedAt
+	expires := time.Now().UTC().Add(sb.ttl)
+	sb.byID[env.ID] = &submission{owner: env.Owner, st: SubmissionStatus{
+		SubmissionID: env.ID, RequestID: env.RequestID, Status: SubmissionDone, CreatedAt: env.CreatedAt,
+		StartedAt: env.StartedAt, FinishedAt: &finished, ExpiresAt: &expires, Result: env.Result,
+		Callback: CallbackStatus{URL: env.URL, State: DeliverySending},
+	}}
+}
+
 // start re-sends what an earlier process left undelivered.
 func (sb *submissions) start() {
 	if sb == nil {
 		return
+	}
+	if ents, err := os.ReadDir(sb.dir); err == nil {
+		sb.mu.Lock()
+		for _, e := range ents {
+			if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && submissionIDPattern.MatchString(id) {
+				sb.stored[id] = true
+			}
+		}
+		sb.mu.Unlock()
 	}
 	if n := sb.outbox.Start(); n > 0 {
 		sb.s.log.Info("re-sending callbacks of an earlier run", "event", "callback_resend", "count", n)

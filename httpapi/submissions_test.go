@@ -376,6 +376,12 @@ func TestCallbackSurvivesRestart(t *testing.T) {
 	second := asyncServer(t, newBlockingJudge(), spool, nil)
 	second.subs.start()
 	<-down.delivered
+	// The next server shows it too, once it took it from the spool; its
+	// attempts are its own: two more 503s, then the 200.
+	st := waitFor(t, second, id, nil, func(st SubmissionStatus) bool { return st.Callback.State == DeliveryDelivered })
+	if st.Status != SubmissionDone || st.RequestID != "r-1" || st.Callback.Attempts != 3 || st.ExpiresAt == nil {
+		t.Fatalf("after the restart: %+v", st)
+	}
 	down.mu.Lock()
 	defer down.mu.Unlock()
 	last := down.got[len(down.got)-1]
