@@ -117,6 +117,27 @@ func (c *CodeRunner) DeleteSession(id string) error {
 	return c.parts.Sessions.Delete(id)
 }
 
+// SessionInfo describes a session: when it started, was last used and
+// expires, its idle timeout and the disk its workspace used.
+type SessionInfo = session.Info
+
+// Session describes the session id. It fails with ErrSessionExpired for
+// a session that ended idle recently, ErrSessionNotFound otherwise.
+func (c *CodeRunner) Session(id string) (SessionInfo, error) {
+	if c.parts.Sessions == nil {
+		return SessionInfo{}, session.ErrDisabled
+	}
+	return c.parts.Sessions.Info(context.Background(), id)
+}
+
+// Sessions describes every live session, by id.
+func (c *CodeRunner) Sessions() []SessionInfo {
+	if c.parts.Sessions == nil {
+		return []SessionInfo{}
+	}
+	return c.parts.Sessions.List(context.Background())
+}
+
 var (
 	defaultOnce sync.Once
 	defaultCR   *CodeRunner

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/testutil"
@@ -113,6 +114,30 @@ func TestExecuteCodeOptions(t *testing.T) {
 	}
 }
 
+// The program's arguments and variables reach it on the native backend;
+// C compiled with -DX=3 prints 3.
+func TestProgramOptionsNative(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	res, err := c.ExecuteCode(context.Background(), "python", "import os, sys\nprint(sys.argv[1:], os.environ['GREETING'])\n",
+		WithArgs("one", "two words"), WithEnv(map[string]string{"GREETING": "hi"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSuccess || res.Stdout != "['one', 'two words'] hi\n" {
+		t.Errorf("python: %s, stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	requireLang(t, c, "c")
+	res, err = c.ExecuteCode(context.Background(), "c", "#include <stdio.h>\nint main(int c, char **v) { printf(\"%d %s\\n\", X, v[1]); return 0; }\n",
+		WithCompilerFlags("-DX=3", "-O0"), WithArgs("arg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusSuccess || res.Stdout != "3 arg\n" {
+		t.Errorf("c: %s, stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+}
+
 func TestSetupError(t *testing.T) {
 	c := newFake(t, &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{sandboxtest.Fails(errors.New("cgroup vanished"))}})
 	res, err := c.ExecuteCode(context.Background(), "bash", "echo hi")
@@ -145,6 +170,14 @@ func TestRefusals(t *testing.T) {
 			"invalid execution limits: time_limit 301 must be between 1 and 300 seconds"},
 		{"session", "python", "print(1)", ExecutionLimits{}, []Option{WithSession(bad)}, ErrInvalidSessionID,
 			`invalid session_id "../etc": it must be 1 to 64 letters, digits, '_' or '-'`},
+		{"compiler flag", "c", "int main(){}", ExecutionLimits{}, []Option{WithCompilerFlags("-O2", "-B/tmp")}, ErrInvalidOption,
+			`compiler_flags[1]: "-B/tmp" is refused: it could make the compiler read or write files or run other programs`},
+		{"flag for python", "python", "print(1)", ExecutionLimits{}, []Option{WithCompilerFlags("-O2")}, ErrInvalidOption,
+			"compiler_flags: python has no compile step: it takes no compiler flags"},
+		{"LD_PRELOAD", "python", "print(1)", ExecutionLimits{}, []Option{WithEnv(map[string]string{"LD_PRELOAD": "/workspace/x.so"})}, ErrInvalidOption,
+			"env.LD_PRELOAD: names starting with LD_ are refused"},
+		{"NUL argument", "python", "print(1)", ExecutionLimits{}, []Option{WithArgs("a\x00")}, ErrInvalidOption,
+			"args[0]: contains a NUL byte"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,8 +291,25 @@ func TestSessions(t *testing.T) {
 	if got, _ := c.ExecuteCode(ctx, "python", "import os\nprint(os.listdir('.'))"); strings.Contains(got.Stdout, "notes.txt") {
 		t.Errorf("a call without session sees the file: %s", got.Stdout)
 	}
+	// Its idle timeout, set by a call, and what the session looks like.
+	if _, err := c.ExecuteCode(ctx, "python", "print(1)", WithSession("agent-1"), WithSessionTTL(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteCode(ctx, "python", "print(1)", WithSession("agent-1"), WithSessionTTL(48*time.Hour)); !errors.Is(err, ErrInvalidSessionTTL) {
+		t.Errorf("a session TTL over the maximum: %v, want ErrInvalidSessionTTL", err)
+	}
+	info, err := c.Session("agent-1")
+	if err != nil || info.ID != "agent-1" || info.IdleTimeoutSeconds != 7200 || info.DiskUsedBytes <= 0 || !info.ExpiresAt.After(info.LastUsedAt) {
+		t.Errorf("Session(agent-1) = %+v, %v", info, err)
+	}
+	if all := c.Sessions(); len(all) != 2 || all[0].ID != "agent-1" || all[1].ID != "agent-2" {
+		t.Errorf("Sessions() = %+v", all)
+	}
 	if err := c.DeleteSession("agent-1"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.Session("agent-1"); !errors.Is(err, ErrSessionNotFound) || errors.Is(err, ErrSessionExpired) {
+		t.Errorf("Session of a deleted session: %v", err)
 	}
 	if err := c.DeleteSession("agent-1"); !errors.Is(err, ErrSessionNotFound) {
 		t.Errorf("second delete: %v, want ErrSessionNotFound", err)

@@ -21,10 +21,18 @@
 // A verdict is not an error: a program that fails, times out or runs out
 // of memory is a Result with its status. The error is non-nil only when
 // the request was refused (ErrUnsupportedLanguage, ErrEmptyCode,
-// ErrInvalidLimits, ErrInvalidSessionID, a session cap), when no sandbox
+// ErrInvalidLimits, ErrInvalidSessionID, ErrInvalidOption, a session
+// cap), when no sandbox
 // works here (ErrBackendUnavailable), or when ctx ended; the Result is
 // never nil and then carries status setup_error and the message, so that
 // a caller that only looks at the Result sees why.
+//
+// WithArgs, WithCompilerFlags and WithEnv give the program arguments,
+// compiler flags (from the language's allow-list) and environment
+// variables:
+//
+//	res, err := coderunner.ExecuteCode(ctx, "c", src,
+//		coderunner.WithCompilerFlags("-O0", "-DX=3"), coderunner.WithArgs("in.txt"))
 //
 // The package-level functions use a CodeRunner made on first use with the
 // defaults (the strongest backend that works here, the configuration from

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/session"
 )
 
@@ -19,12 +20,23 @@ var (
 	// ErrInvalidSessionID: the session id does not match
 	// ^[A-Za-z0-9_-]{1,64}$.
 	ErrInvalidSessionID = execute.ErrInvalidSessionID
+	// ErrInvalidOption: the program arguments, compiler flags or
+	// environment break a rule (WithArgs, WithCompilerFlags, WithEnv);
+	// the error is a *lang.OptionError naming the field.
+	ErrInvalidOption = lang.ErrInvalidOption
 	// ErrBackendUnavailable: no sandbox backend works on this machine.
 	ErrBackendUnavailable = errors.New("no sandbox backend is available")
 	// ErrTooManySessions, ErrSessionFull and ErrDiskFull: a session cap
-	// was reached; ErrSessionNotFound: no such session.
-	ErrTooManySessions = session.ErrTooManySessions
-	ErrSessionFull     = session.ErrSessionFull
-	ErrDiskFull        = session.ErrDiskFull
-	ErrSessionNotFound = session.ErrNotFound
+	// was reached; ErrSessionNotFound: no such session; ErrSessionExpired:
+	// the session ended idle and its files are gone (it matches
+	// ErrSessionNotFound too; the error is a *session.ExpiredError, and
+	// only the first call naming the session fails with it);
+	// ErrInvalidSessionTTL: WithSessionTTL is out of range or has no
+	// WithSession.
+	ErrTooManySessions   = session.ErrTooManySessions
+	ErrSessionFull       = session.ErrSessionFull
+	ErrDiskFull          = session.ErrDiskFull
+	ErrSessionNotFound   = session.ErrNotFound
+	ErrSessionExpired    = session.ErrExpired
+	ErrInvalidSessionTTL = session.ErrInvalidTTL
 )

@@ -2,6 +2,7 @@ package coderunner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -203,4 +204,36 @@ func ExampleArtifactToExecutionRequest() {
 	)
 	fmt.Println(req.RequestID, req.Language, len(req.TestCases), req.TestCases[0].ID, err)
 	// Output: req-1 python 1 test_0 <nil>
+}
+
+// WithArgs and WithEnv give the program arguments and variables; a
+// variable the sandbox keeps, such as LD_PRELOAD, is refused.
+func ExampleWithArgs() {
+	fake := &sandboxtest.Fake{Programs: map[string]sandboxtest.Step{
+		"/usr/bin/python3": sandboxtest.Returns(sandbox.Result{}),
+	}}
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{
+		Sandbox:    fake,
+		ConfigFile: "testdata/examples.yaml",
+		LookupEnv:  func(string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cr.Close()
+	_, err = cr.ExecuteCode(ctx, "python", "import sys; print(sys.argv)",
+		coderunner.WithArgs("in.txt", "--fast"), coderunner.WithEnv(map[string]string{"MODE": "test"}))
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	env := fake.Last().Env
+	fmt.Println(fake.Last().Args, env[len(env)-1])
+	_, err = cr.ExecuteCode(ctx, "python", "print(1)", coderunner.WithEnv(map[string]string{"LD_PRELOAD": "/workspace/x.so"}))
+	fmt.Println(errors.Is(err, coderunner.ErrInvalidOption), err)
+	// Output:
+	// [/usr/bin/python3 /workspace/main.py in.txt --fast] MODE=test
+	// true env.LD_PRELOAD: names starting with LD_ are refused
 }

@@ -56,7 +56,11 @@ type call struct {
 	stdin          string
 	timeout        time.Duration
 	session        *string
+	sessionTTL     time.Duration
 	stdout, stderr io.Writer
+
+	args, compilerFlags []string
+	env                 map[string]string
 }
 
 // WithStdin gives the program s as its standard input (default: empty).
@@ -71,11 +75,37 @@ func WithTimeout(d time.Duration) Option { return func(c *call) { c.timeout = d 
 // /workspace by earlier calls of the session are there.
 func WithSession(id string) Option { return func(c *call) { c.session = &id } }
 
+// WithSessionTTL sets the idle timeout of the session WithSession names:
+// it ends, its files removed, once unused for d (from 1 s to the
+// configuration's sessions.max_idle_timeout, a day by default). Later
+// calls that give none keep it.
+func WithSessionTTL(d time.Duration) Option { return func(c *call) { c.sessionTTL = d } }
+
 // WithOutput streams the program's stdout and stderr to the writers as it
 // runs, in addition to the copies in the Result.
 func WithOutput(stdout, stderr io.Writer) Option {
 	return func(c *call) { c.stdout, c.stderr = stdout, stderr }
 }
+
+// WithArgs gives the program args as its arguments, after those its
+// language's run command has (python main.py ARGS, ./main ARGS). At most
+// lang.MaxArgs arguments, lang.MaxArgsBytes together, none with a NUL
+// byte.
+func WithArgs(args ...string) Option { return func(c *call) { c.args = args } }
+
+// WithCompilerFlags adds flags to the compile step of a compiled
+// language, such as "-O0", "-std=c99", "-DX=3" or "-Wall". Each must match
+// the language's allow-list (`coderunner langs --json` lists it); flags
+// that could make the compiler read or write files or run programs are
+// refused whatever the list says, and so is any flag for a language
+// without a compile step.
+func WithCompilerFlags(flags ...string) Option { return func(c *call) { c.compilerFlags = flags } }
+
+// WithEnv adds variables to the program's environment. Names match
+// ^[A-Z_][A-Z0-9_]*$; PATH, HOME, TMPDIR, LANG, LC_ALL, LD_*, CODERUNNER_*,
+// the names the language's recipe sets and the server's own variables
+// are refused. At most lang.MaxEnv variables, lang.MaxEnvBytes together.
+func WithEnv(env map[string]string) Option { return func(c *call) { c.env = env } }
 
 // ExecuteCode runs code with the default CodeRunner; see
 // CodeRunner.ExecuteCode.
@@ -99,7 +129,7 @@ func ExecuteWithLimits(ctx context.Context, language, code string, limits Execut
 
 // ExecuteCode runs code in language with
 // the default limits (or the configuration's), and the options' stdin,
-// timeout and session. The Result is never nil; the error is non-nil when
+// timeout, session, arguments, compiler flags and environment. The Result is never nil; the error is non-nil when
 // the request was refused or ctx ended, and the Result then has status
 // setup_error and the message.
 func (c *CodeRunner) ExecuteCode(ctx context.Context, language, code string, opts ...Option) (*Result, error) {
@@ -129,13 +159,18 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 		limits.TimeLimit = a.timeout.Seconds()
 	}
 	return execute.Request{
-		Language:  language,
-		Code:      code,
-		Stdin:     a.stdin,
-		Limits:    limits,
-		SessionID: a.session,
-		Stdout:    a.stdout,
-		Stderr:    a.stderr,
+		Language:   language,
+		Code:       code,
+		Stdin:      a.stdin,
+		Limits:     limits,
+		SessionID:  a.session,
+		SessionTTL: a.sessionTTL,
+		Stdout:     a.stdout,
+		Stderr:     a.stderr,
+
+		Args:          a.args,
+		CompilerFlags: a.compilerFlags,
+		Env:           a.env,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coderunner/coderunner/internal/capws"
+	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
@@ -68,12 +69,26 @@ type Request struct {
 	// in the result. The executor keeps no sessions itself: the session
 	// package maps a session to its Workspace.
 	SessionID *string
+	// SessionTTL, when not zero, sets the idle timeout of the session
+	// SessionID names: it ends once unused for this long. The session
+	// package checks it against its maximum; it needs a SessionID.
+	SessionTTL time.Duration
 	// Workspace, when set, is an existing host directory used as the
 	// program's workspace instead of a fresh one, so that its files
 	// persist between executions (a session's). It is neither created nor
 	// removed here, and what it holds is treated as hostile. Files that
 	// were there before the run are not listed as artifacts.
 	Workspace string
+	// Args are the program's arguments, appended to its language's run
+	// argv (see lang.CheckArgs for the bounds).
+	Args []string
+	// CompilerFlags are added to the compile step of a compiled language,
+	// from its allow-list (see lang.Language.CheckCompilerFlags); an
+	// interpreted language refuses any.
+	CompilerFlags []string
+	// Env adds variables to the program's environment (see
+	// lang.Language.CheckEnv for the names refused).
+	Env map[string]string
 	// Stdout and Stderr, when set, receive the program's output as it is
 	// produced (at most MaxOutputChars bytes each), in addition to the
 	// copy in the Result. A compiler's output goes to Stderr when the
@@ -139,8 +154,9 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 
 // Execute runs one request. It returns an error only when it refuses the
 // request: ErrEmptyCode, ErrCodeTooLarge, ErrStdinTooLarge,
-// ErrInvalidSessionID, ErrInvalidLimits (a *LimitError), or an error
-// wrapping lang.ErrUnknownLanguage, or when ctx was cancelled. Whatever
+// ErrInvalidSessionID, ErrInvalidLimits (a *LimitError), an error
+// wrapping lang.ErrUnknownLanguage, or a *lang.OptionError (its args,
+// compiler flags or env), or when ctx was cancelled. Whatever
 // happens to an accepted request, a failing sandbox included, is in the
 // Result.
 func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
@@ -195,7 +211,15 @@ func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, error) {
 	if err != nil {
 		return ExecutionLimits{}, nil, err
 	}
+	if err := runner.CheckOptions(l, req.options()); err != nil {
+		return ExecutionLimits{}, nil, err
+	}
 	return limits, l, nil
+}
+
+// options are what the request adds to its language's recipe.
+func (req Request) options() judge.ProgramOptions {
+	return judge.ProgramOptions{CompilerFlags: req.CompilerFlags, Args: req.Args, Env: req.Env}
 }
 
 // execute builds the program (compiling it when the language is
@@ -222,7 +246,7 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		}
 	}
 
-	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws, SampleInterval: e.sampleInterval})
+	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws, SampleInterval: e.sampleInterval, Options: req.options()})
 	if err != nil {
 		return err
 	}

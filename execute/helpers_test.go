@@ -25,7 +25,9 @@ func testTable(t *testing.T) *lang.Table {
 			Compiled: true,
 			Source:   "prog.nc",
 			Compile:  []string{"/usr/bin/ncc", "-m{memory_mb}", "-o", "{binary}", "{source}"},
-			Run:      []string{"{binary}", "--mem={memory_mb}"},
+			// A request's flags from this list go at the end.
+			CompilerFlags: []string{"-O[0-3]", "-D[A-Z]+=[0-9]+"},
+			Run:           []string{"{binary}", "--mem={memory_mb}"},
 		},
 		"ghost": {
 			Source:    "main.gh",

@@ -22,6 +22,9 @@ const (
 	CodeInternal           = "internal_error"
 	CodeValidation         = "validation_error"
 	CodeTooManySessions    = "too_many_sessions"
+	CodeRateLimited        = "rate_limited"
+	CodeConcurrencyLimited = "concurrency_limited"
+	CodeSessionExpired     = "session_expired"
 	CodeStorageFull        = "insufficient_storage"
 	retryAfterQueueSeconds = 1
 )
@@ -35,6 +38,9 @@ type errorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	RequestID string `json:"request_id"`
+	// Limit names the limit a 429 hit (LimitRate, LimitConcurrency,
+	// LimitSessions, LimitServerSessions).
+	Limit string `json:"limit,omitempty"`
 }
 
 // writeJSON answers with v as JSON.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -79,6 +80,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if s.spool.refuse(w, r) {
 		return
 	}
+	held, ok := s.hold(w, r, 1)
+	if !ok {
+		return
+	}
+	defer held()
 	done, ok := s.admit(w, r)
 	if !ok {
 		return
@@ -131,6 +137,12 @@ type runRequest struct {
 	Timeout   *float64                `json:"timeout"`
 	SessionID *string                 `json:"session_id"`
 	Limits    execute.ExecutionLimits `json:"limits"`
+	// SessionTTLSeconds sets the idle timeout of the session.
+	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
+
+	Args          []string          `json:"args"`
+	CompilerFlags []string          `json:"compiler_flags"`
+	Env           map[string]string `json:"env"`
 }
 
 // handleRun is POST /v1/run: one program, its result in the response.
@@ -144,6 +156,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
+	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
 	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
 		req.Limits.TimeLimit = *rr.Timeout
 	}
@@ -151,6 +164,19 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.refuseRun(w, r, err, rr.Timeout != nil)
 		return
 	}
+	if rr.SessionTTLSeconds != nil {
+		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
+		if err != nil {
+			writeError(w, r, http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
+			return
+		}
+		req.SessionTTL = ttl
+	}
+	held, ok := s.hold(w, r, 1)
+	if !ok {
+		return
+	}
+	defer held()
 	ctx, release, ok := s.clientRun(w, r, s.runner != nil, "/v1/run")
 	if !ok {
 		return
@@ -167,6 +193,22 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.metrics.finished("run", string(res.Status), runReason(res), time.Since(start))
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+// sessionTTL checks a request's session_ttl_seconds.
+func (s *Server) sessionTTL(secs int64, hasSession bool) (time.Duration, error) {
+	switch {
+	case !hasSession:
+		return 0, errors.New("needs a session_id: it is the idle timeout of that session")
+	case secs < 1:
+		return 0, fmt.Errorf("%d must be at least 1", secs)
+	case s.sessions != nil && secs > int64(s.sessions.MaxIdleTimeout()/time.Second):
+		return 0, fmt.Errorf("%d is more than the %d this server allows (sessions.max_idle_timeout)",
+			secs, int64(s.sessions.MaxIdleTimeout()/time.Second))
+	case secs > int64(math.MaxInt64/time.Second):
+		return 0, fmt.Errorf("%d is out of range", secs)
+	}
+	return time.Duration(secs) * time.Second, nil
 }
 
 // runReason is the failure reason of a result, for the metrics; empty
@@ -199,14 +241,25 @@ func precheckRun(req execute.Request) error {
 			return err
 		}
 	}
+	// The rules of every language; the language's own (its compiler
+	// flags, its recipe's variables) are the executor's to check.
+	if err := lang.CheckArgs(req.Args); err != nil {
+		return err
+	}
+	if err := lang.CheckEnv(req.Env); err != nil {
+		return err
+	}
 	return req.Limits.WithDefaults().Validate()
 }
 
 // refuseRun answers a refused /v1/run request naming the field.
 func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, viaTimeout bool) {
 	var le *execute.LimitError
+	var oe *lang.OptionError
 	status, code, field := http.StatusBadRequest, CodeBadRequest, ""
 	switch {
+	case errors.As(err, &oe):
+		field, err = oe.Field, errors.New(oe.Reason)
 	case errors.As(err, &le):
 		field = "limits." + le.Field
 		if le.Field == "time_limit" && viaTimeout {
@@ -221,10 +274,20 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 		status, code, field = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "stdin"
 	case errors.Is(err, execute.ErrInvalidSessionID), errors.Is(err, session.ErrDisabled):
 		field = "session_id"
+	case errors.Is(err, session.ErrInvalidTTL):
+		field = "session_ttl_seconds"
+	case errors.Is(err, session.ErrExpired):
+		status, code, field = http.StatusNotFound, CodeSessionExpired, "session_id"
 	case errors.Is(err, session.ErrNotFound):
 		status, code, field = http.StatusNotFound, CodeNotFound, "session_id"
 	case errors.Is(err, session.ErrTooManySessions):
-		status, code, field = http.StatusTooManyRequests, CodeTooManySessions, "session_id"
+		limit, retry := LimitServerSessions, time.Second
+		var le *session.LimitError
+		if errors.As(err, &le) {
+			limit, retry = le.Limit, le.RetryAfter
+		}
+		s.limited(w, r, CodeTooManySessions, limit, retry, "session_id: "+err.Error())
+		return
 	case errors.Is(err, session.ErrSessionFull), errors.Is(err, session.ErrDiskFull):
 		status, code, field = http.StatusInsufficientStorage, CodeStorageFull, "session_id"
 	case errors.Is(err, session.ErrClosed):
@@ -351,6 +414,11 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 		s.refuseJudge(w, r, req.RequestID, err)
 		return
 	}
+	held, ok := s.hold(w, r, 1)
+	if !ok {
+		return
+	}
+	defer held()
 	ctx, release, ok := s.clientRun(w, r, s.judge != nil, "/v1/judge")
 	if !ok {
 		return
@@ -362,6 +430,12 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 		s.cancelled(w, r)
 		return
 	}
+	if res.ErrorInfo != nil && res.ErrorInfo.Code == judge.CodeValidationError {
+		// Refused by the engine, which alone knows the language's rules
+		// (its compiler flags): a bad request all the same.
+		s.refuseJudgeResult(w, r, res)
+		return
+	}
 	reason := ""
 	if res.Status != judge.StatusAllPassed {
 		reason = string(res.Status)
@@ -371,9 +445,15 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) refuseJudge(w http.ResponseWriter, r *http.Request, id string, err error) {
-	m, merr := judgeRefusal(r, judge.InvalidRequestResult(id, err, 0), err.Error())
+	s.refuseJudgeResult(w, r, judge.InvalidRequestResult(id, err, 0))
+}
+
+// refuseJudgeResult answers 400 with res, a refusal.
+func (s *Server) refuseJudgeResult(w http.ResponseWriter, r *http.Request, res judge.ExecutionResult) {
+	msg := res.ErrorInfo.Message
+	m, merr := judgeRefusal(r, res, msg)
 	if merr != nil {
-		writeError(w, r, http.StatusBadRequest, CodeValidation, err.Error())
+		writeError(w, r, http.StatusBadRequest, CodeValidation, msg)
 		return
 	}
 	writeJSON(w, http.StatusBadRequest, m)

@@ -8,11 +8,21 @@ import (
 	"github.com/coderunner/coderunner/execute"
 )
 
-// handleMCP is /mcp, the MCP streamable HTTP transport. Its requests end
-// when the server drains, so that the long-lived event streams of MCP
+// handleMCP is /mcp, the MCP streamable HTTP transport. A POST of tool
+// calls counts against its key's max_concurrent while it lasts. Its
+// requests end when the server drains, so that the long-lived event streams of MCP
 // clients do not hold the shutdown until its deadline.
 func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	if c := clientOf(r.Context()); c != nil && c.maxConc > 0 && r.Method == http.MethodPost {
+		// A tool call runs until its POST is answered (or goes away):
+		// the POST holds the key's executions while it lasts.
+		release, ok := s.hold(w, r, mcpCalls(r))
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })

@@ -21,6 +21,12 @@ type metrics struct {
 	refused    prometheus.Counter
 	requests   *prometheus.CounterVec
 
+	// By API key name (a bounded set: the configured keys).
+	keyRequests  *prometheus.CounterVec
+	keyLimited   *prometheus.CounterVec
+	keyActive    *prometheus.GaugeVec
+	authFailures prometheus.Counter
+
 	outcomes sync.Map // outcome → *outcomeMetrics
 }
 
@@ -60,8 +66,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "coderunner_http_requests_total",
 			Help: "HTTP requests, by route and status code.",
 		}, []string{"route", "code"}),
+		keyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coderunner_api_key_requests_total",
+			Help: "Requests authenticated, by API key name.",
+		}, []string{"key"}),
+		keyLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coderunner_api_key_limited_total",
+			Help: "Requests refused with 429, by API key name and the limit they hit.",
+		}, []string{"key", "limit"}),
+		keyActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "coderunner_api_key_executions",
+			Help: "Executions running or waiting for a slot, by API key name.",
+		}, []string{"key"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "coderunner_auth_failures_total",
+			Help: "Requests refused with 401: no or a wrong API key.",
+		}),
 	}
 	reg.MustRegister(m.executions, m.failures, m.duration, m.reporting, m.active, m.queued, m.refused, m.requests,
+		m.keyRequests, m.keyLimited, m.keyActive, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

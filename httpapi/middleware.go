@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,7 +12,6 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/coderunner/coderunner/internal/httpguard"
@@ -109,7 +106,8 @@ func (s *Server) observe(route string, next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-ID", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		rl := &requestLog{}
+		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), requestLogKey{}, rl))
 		rc := http.NewResponseController(w)
 		rec := &recorder{ResponseWriter: w, rc: rc, wt: s.wt}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -137,9 +135,14 @@ func (s *Server) observe(route string, next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			counted(status).Inc()
-			s.log.Log(r.Context(), levelFor(route), "request", "event", "http_request", "request_id", id,
+			attrs := []any{"event", "http_request", "request_id", id,
 				"method", r.Method, "path", r.URL.Path, "status", status,
-				"duration_ms", time.Since(start).Milliseconds())
+				"duration_ms", time.Since(start).Milliseconds()}
+			if rl.key != "" {
+				// The key's name, never the key.
+				attrs = append(attrs, "key", rl.key)
+			}
+			s.log.Log(r.Context(), levelFor(route), "request", attrs...)
 		}()
 		next.ServeHTTP(rec, r)
 	})
@@ -153,31 +156,26 @@ func levelFor(route string) slog.Level {
 	return slog.LevelInfo
 }
 
-// authorize requires one of the API tokens when they are set.
+// authorize requires one of the API tokens or keys when any is set, and
+// holds each client to its requests_per_second. The request then acts on
+// the client's sessions, within its max_sessions.
 func (s *Server) authorize(next http.Handler) http.Handler {
-	if len(s.tokenHashes) == 0 {
+	if len(s.clients) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		// Comparing digests keeps the time independent of the length of
-		// the token as well as of its content; every token is compared,
-		// so the time does not say which matched either.
-		h := sha256.Sum256([]byte(got))
-		match, which := 0, 0
-		for i, th := range s.tokenHashes {
-			eq := subtle.ConstantTimeCompare(h[:], th)
-			match |= eq
-			which = subtle.ConstantTimeSelect(eq, i, which)
-		}
-		if !ok || match != 1 {
-			writeError(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong Authorization: Bearer token")
+		c, ok := s.authenticate(w, r)
+		if !ok {
 			return
 		}
-		// Each token owns its sessions: a session_id names a different
-		// session for each client, over /v1/run, DELETE /v1/sessions and
-		// /mcp alike. The owner is a digest, never the token itself.
-		next.ServeHTTP(w, r.WithContext(session.WithOwner(r.Context(), s.tokenOwners[which])))
+		// Each client owns its sessions: a session_id names a different
+		// session for each, over /v1/run, the session endpoints and /mcp
+		// alike. The owner is a name or a digest, never the key itself.
+		ctx := session.WithOwner(context.WithValue(r.Context(), clientKey{}, c), c.owner)
+		if c.maxSessions > 0 {
+			ctx = session.WithMaxSessions(ctx, c.maxSessions)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

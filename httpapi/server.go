@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/coderunner/coderunner/internal/httpguard"
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/session"
 )
 
 // Executor runs /execute executions; *invoke.Invoker is one.
@@ -38,10 +38,15 @@ type Judge interface {
 	Execute(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult
 }
 
-// Sessions ends sessions; *session.Store is one. The session is the one
-// of the caller's credential (session.Owner of ctx).
+// Sessions shows and ends sessions; *session.Store is one. The session
+// is the one of the caller's credential (session.Owner of ctx).
 type Sessions interface {
 	DeleteContext(ctx context.Context, id string) error
+	Info(ctx context.Context, id string) (session.Info, error)
+	List(ctx context.Context) []session.Info
+	// MaxIdleTimeout is the longest session_ttl_seconds a request may
+	// give.
+	MaxIdleTimeout() time.Duration
 }
 
 // Reporter sends the control plane callbacks; *controlplane.Reporter is
@@ -98,8 +103,12 @@ type Options struct {
 	APIToken string
 	// APITokens are further tokens, one per client, accepted like
 	// APIToken. Each token is its own owner of sessions: a session_id
-	// names a different session for each.
+	// names a different session for each. In logs and metrics they are
+	// named api_token, api_token_2, … in order.
 	APITokens []string
+	// APIKeys are named keys, each its own owner of sessions with its own
+	// limits, accepted beside the tokens.
+	APIKeys []APIKey
 	// AllowedHosts are further names of the server, besides localhost and
 	// the loopback addresses, that the Host and Origin headers may carry
 	// (httpguard.Hosts). Every route refuses other names with 403 when the
@@ -174,28 +183,27 @@ func (s state) String() string {
 
 // Server is the HTTP service. Build it with New, run it with Serve.
 type Server struct {
-	exec        Executor
-	runner      Runner
-	judge       Judge
-	sessions    Sessions
-	mcp         http.Handler
-	rep         Reporter
-	spool       *spoolGate // nil without a bounded spool
-	log         *slog.Logger
-	tokenHashes [][]byte
-	// tokenOwners are the session owners of the tokens, in their order:
-	// the first half of each digest, in hex.
-	tokenOwners []string
-	hosts       httpguard.Hosts
-	maxBody     int64
-	grace       time.Duration
-	rht         time.Duration
-	rt, wt      time.Duration
-	idle        time.Duration
-	backend     string
-	version     string
-	slots       int
-	queue       int
+	exec     Executor
+	runner   Runner
+	judge    Judge
+	sessions Sessions
+	mcp      http.Handler
+	rep      Reporter
+	spool    *spoolGate // nil without a bounded spool
+	log      *slog.Logger
+	// clients are the credentials accepted; none means no
+	// Authorization is required.
+	clients []*client
+	hosts   httpguard.Hosts
+	maxBody int64
+	grace   time.Duration
+	rht     time.Duration
+	rt, wt  time.Duration
+	idle    time.Duration
+	backend string
+	version string
+	slots   int
+	queue   int
 
 	gate     *gate
 	metrics  *metrics
@@ -240,13 +248,6 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	for _, tok := range append([]string{opts.APIToken}, opts.APITokens...) {
-		if tok != "" {
-			h := sha256.Sum256([]byte(tok))
-			s.tokenHashes = append(s.tokenHashes, h[:])
-			s.tokenOwners = append(s.tokenOwners, hex.EncodeToString(h[:16]))
-		}
-	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -275,6 +276,10 @@ func New(opts Options) (*Server, error) {
 		s.registry = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(s.registry)
+	var err error
+	if s.clients, err = newClients(opts, s.metrics); err != nil {
+		return nil, err
+	}
 	s.spool = newSpoolGate(s.rep, s.registry)
 	s.gate = newGate(s.slots, s.queue, func(running, waiting int) {
 		s.metrics.active.Set(float64(running))
@@ -331,6 +336,8 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/execute", s.handleExecute, false, true},
 		{http.MethodPost, "/v1/run", s.handleRun, false, true},
 		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
+		{http.MethodGet, "/v1/sessions", s.handleListSessions, false, false},
+		{http.MethodGet, "/v1/sessions/{id}", s.handleGetSession, false, false},
 		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},
 		{http.MethodGet, "/health", s.handleHealth, true, false},
 		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true, false},
@@ -342,6 +349,10 @@ func (s *Server) routes() http.Handler {
 		// included).
 		rs = append(rs, route{"", "/mcp", s.handleMCP, false, false})
 	}
+	// allowed lists each path's methods, in the order of rs, for the
+	// 405 of the others.
+	allowed := map[string][]string{}
+	var paths []string
 	for _, r := range rs {
 		var h http.Handler = r.handler
 		if r.json {
@@ -356,13 +367,19 @@ func (s *Server) routes() http.Handler {
 			continue
 		}
 		mux.Handle(r.method+" "+r.path, s.observe(r.path, h))
-		// The path without a method is less specific: it gets the
-		// other methods.
-		methods := r.method
-		if r.method == http.MethodGet {
-			methods += ", HEAD"
+		if allowed[r.path] == nil {
+			paths = append(paths, r.path)
 		}
-		mux.Handle(r.path, s.observe(r.path, s.guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		allowed[r.path] = append(allowed[r.path], r.method)
+		if r.method == http.MethodGet {
+			allowed[r.path] = append(allowed[r.path], http.MethodHead)
+		}
+	}
+	// The path without a method is less specific: it gets the other
+	// methods.
+	for _, path := range paths {
+		methods := strings.Join(allowed[path], ", ")
+		mux.Handle(path, s.observe(path, s.guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Allow", methods)
 			writeError(w, req, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				fmt.Sprintf("%s %s is not allowed; use %s", req.Method, req.URL.Path, methods))
@@ -439,7 +456,7 @@ func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
 // loopback, or with a Reporter: a token is what keeps strangers from
 // running code, and from making the control plane believe their results.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error) {
-	if len(s.tokenHashes) == 0 {
+	if len(s.clients) == 0 {
 		switch {
 		case s.rep != nil:
 			return ExitNormal, errors.New("httpapi: a control plane is configured and no API token is set")

@@ -19,7 +19,7 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.sessions == nil {
-		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: sessions are turned off on this server")
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+errNoSessions.Error())
 		return
 	}
 	err := s.sessions.DeleteContext(r.Context(), id)
@@ -28,12 +28,58 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, session.ErrInvalidID):
 		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+	case errors.Is(err, session.ErrExpired):
+		writeError(w, r, http.StatusNotFound, CodeSessionExpired, "id: "+err.Error())
 	case errors.Is(err, session.ErrNotFound):
 		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
 	case errors.Is(err, session.ErrClosed):
 		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
 	default:
 		s.log.Error("unable to delete a session", "event", "session_delete_failed", "request_id", requestID(r.Context()), "error", err)
+		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
+	}
+}
+
+// sessionList is the GET /v1/sessions body.
+type sessionList struct {
+	Sessions []session.Info `json:"sessions"`
+}
+
+// handleListSessions is GET /v1/sessions: the caller's sessions (those
+// of its key), none of any other.
+func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
+	list := []session.Info{}
+	if s.sessions != nil {
+		list = s.sessions.List(r.Context())
+	}
+	writeJSON(w, http.StatusOK, sessionList{Sessions: list})
+}
+
+// handleGetSession is GET /v1/sessions/{id}: one of the caller's
+// sessions. One that expired recently answers 404 session_expired, one
+// never seen (or another key's) 404 not_found.
+func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := execute.ValidateSessionID(id); err != nil {
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+		return
+	}
+	if s.sessions == nil {
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+errNoSessions.Error())
+		return
+	}
+	info, err := s.sessions.Info(r.Context(), id)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, info)
+	case errors.Is(err, session.ErrInvalidID):
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+	case errors.Is(err, session.ErrExpired):
+		writeError(w, r, http.StatusNotFound, CodeSessionExpired, "id: "+err.Error())
+	case errors.Is(err, session.ErrNotFound):
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
+	default:
+		s.log.Error("unable to describe a session", "event", "session_info_failed", "request_id", requestID(r.Context()), "error", err)
 		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
 	}
 }

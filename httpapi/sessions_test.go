@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -100,6 +101,17 @@ func (f *fakeSessions) DeleteContext(_ context.Context, id string) error {
 	return nil
 }
 
+func (f *fakeSessions) Info(_ context.Context, id string) (session.Info, error) {
+	if !f.live[id] {
+		return session.Info{}, fmt.Errorf("%w: %q", session.ErrNotFound, id)
+	}
+	return session.Info{ID: id}, nil
+}
+
+func (f *fakeSessions) List(context.Context) []session.Info { return nil }
+
+func (f *fakeSessions) MaxIdleTimeout() time.Duration { return time.Hour }
+
 func TestDeleteSession(t *testing.T) {
 	const token = "tok"
 	fs := &fakeSessions{live: map[string]bool{"s1": true, "s2": true}}
@@ -121,7 +133,7 @@ func TestDeleteSession(t *testing.T) {
 		{"broken", "DELETE", "/v1/sessions/broken", s, auth, 500, CodeInternal, "internal error"},
 		{"no token", "DELETE", "/v1/sessions/s2", s, nil, 401, CodeUnauthorized, ""},
 		{"wrong token", "DELETE", "/v1/sessions/s2", s, map[string]string{"Authorization": "Bearer x"}, 401, CodeUnauthorized, ""},
-		{"GET", "GET", "/v1/sessions/s2", s, auth, 405, CodeMethodNotAllowed, ""},
+		{"PUT", "PUT", "/v1/sessions/s2", s, auth, 405, CodeMethodNotAllowed, ""},
 		{"no id", "DELETE", "/v1/sessions/", s, auth, 404, CodeNotFound, ""},
 		{"sessions off", "DELETE", "/v1/sessions/s2", off, nil, 404, CodeNotFound, "id"},
 		{"sessions off invalid", "DELETE", "/v1/sessions/a.b", off, nil, 400, CodeBadRequest, "id"},
@@ -138,7 +150,7 @@ func TestDeleteSession(t *testing.T) {
 			if e.Code != tc.code || !strings.HasPrefix(e.Message, tc.field) {
 				t.Errorf("error %+v, want code %s naming %q", e, tc.code, tc.field)
 			}
-			if tc.status == 405 && rec.Header().Get("Allow") != "DELETE" {
+			if tc.status == 405 && rec.Header().Get("Allow") != "GET, HEAD, DELETE" {
 				t.Errorf("Allow %q", rec.Header().Get("Allow"))
 			}
 		})

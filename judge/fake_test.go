@@ -25,6 +25,7 @@ type fakeEngine struct {
 	mu    sync.Mutex
 	codes []string
 	langs []string
+	opts  []ProgramOptions
 }
 
 var _ Engine = (*fakeEngine)(nil)
@@ -33,11 +34,13 @@ func newEngine(scripts map[string]script) *fakeEngine {
 	return &fakeEngine{prog: newProgram(scripts)}
 }
 
-func (e *fakeEngine) Prepare(_ context.Context, language, code string) (Program, error) {
+func (e *fakeEngine) Prepare(_ context.Context, language, code string, opts ProgramOptions) (Program, error) {
 	e.mu.Lock()
 	e.codes = append(e.codes, code)
 	e.langs = append(e.langs, language)
+	e.opts = append(e.opts, opts)
 	e.mu.Unlock()
+
 	if e.onPrepare != nil {
 		e.onPrepare()
 	}

@@ -161,13 +161,16 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	}
 
 	stage = StageCompilation
-	prog, err := j.engine.Prepare(ctx, req.Language, code)
+	prog, err := j.engine.Prepare(ctx, req.Language, code, req.ProgramOptions())
 	var ce *CompileError
+	var ve *ValidationError
 	switch {
 	case errors.As(err, &ce):
 		res := compilationErrorResult(req, ce, elapsed())
 		score(req, &res, nil)
 		return res
+	case errors.As(err, &ve):
+		return InvalidRequestResult(req.RequestID, ve, elapsed())
 	case errors.Is(err, ErrUnsupportedLanguage):
 		return unsupportedLanguageResult(req, elapsed())
 	case err != nil:

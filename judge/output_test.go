@@ -140,7 +140,9 @@ func (p *streamingProgram) RunStreaming(_ context.Context, _ []byte, _ sandbox.L
 
 type streamingEngine struct{ p *streamingProgram }
 
-func (e streamingEngine) Prepare(context.Context, string, string) (Program, error) { return e.p, nil }
+func (e streamingEngine) Prepare(context.Context, string, string, ProgramOptions) (Program, error) {
+	return e.p, nil
+}
 
 // A StreamingProgram is judged on what it streams: the Result holds only
 // the start of the output.

@@ -34,6 +34,24 @@ type ExecutionRequest struct {
 	// Subtasks, when given, group the tests for scoring: the result then
 	// has a score, a max_score and each subtask's score.
 	Subtasks []Subtask `json:"subtasks,omitempty"`
+
+	// Args are the program's arguments, appended to the run argv of
+	// every test.
+	Args []string `json:"args,omitempty"`
+	// CompilerFlags are added to the compile step, from the language's
+	// allow-list (see lang.Language.CheckCompilerFlags); a language
+	// without a compile step refuses any.
+	CompilerFlags []string `json:"compiler_flags,omitempty"`
+	// Env adds variables to the environment of every test's run; names
+	// match ^[A-Z_][A-Z0-9_]*$, and PATH, HOME, LD_*, the recipe's own
+	// and the server's are refused.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// ProgramOptions returns what the request adds to its code, for
+// Engine.Prepare.
+func (r ExecutionRequest) ProgramOptions() ProgramOptions {
+	return ProgramOptions{CompilerFlags: r.CompilerFlags, Args: r.Args, Env: r.Env}
 }
 
 // TestCase is one input with its expected output. When

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"strings"
+
+	"github.com/coderunner/coderunner/lang"
 )
 
 // Defaults of a request's zero fields (the configuration's limits
@@ -78,8 +80,10 @@ func (r ExecutionRequest) WithDefaults() ExecutionRequest {
 // Validate reports the first reason to refuse a request that went through
 // WithDefaults. Its messages are the documented ones ("Empty
 // code", "No test cases provided", "Invalid memory limit: 8MB", "Invalid
-// timeout: 50ms") followed by the project's own checks. An unknown
-// language is not a validation error: only the Engine knows the languages.
+// timeout: 50ms") followed by the project's own checks, those of args and
+// env that hold for every language among them. An unknown language is not
+// a validation error: only the Engine knows the languages, and checks the
+// compiler flags and the names a language's recipe keeps.
 func (r ExecutionRequest) Validate() error {
 	switch {
 	case strings.TrimSpace(r.Code) == "":
@@ -102,6 +106,15 @@ func (r ExecutionRequest) Validate() error {
 		return invalidf("Code too large: %d bytes (max %d)", len(r.Code), MaxCodeBytes)
 	case len(r.TestCases) > MaxTests:
 		return invalidf("Too many test cases: %d (max %d)", len(r.TestCases), MaxTests)
+	}
+	if err := lang.CheckArgs(r.Args); err != nil {
+		return invalidf("Invalid %v", err)
+	}
+	if err := lang.CheckEnv(r.Env); err != nil {
+		return invalidf("Invalid %v", err)
+	}
+	if len(r.CompilerFlags) > lang.MaxCompilerFlags {
+		return invalidf("Invalid compiler_flags: %d flags, at most %d", len(r.CompilerFlags), lang.MaxCompilerFlags)
 	}
 	if _, err := ParseCompare(r.Compare); err != nil {
 		return invalidf("Invalid compare mode: %q (want normalized, exact, tokens or float:EPS with EPS >= 0)", r.Compare)

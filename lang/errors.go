@@ -10,4 +10,8 @@ var (
 	// ErrInvalidRecipe: a recipe, embedded or from the configuration, is
 	// malformed. The message names the field.
 	ErrInvalidRecipe = errors.New("invalid language recipe")
+	// ErrInvalidOption: a request's program arguments, compiler flags or
+	// environment variables break a rule. The error is an *OptionError
+	// naming the field.
+	ErrInvalidOption = errors.New("invalid program option")
 )

@@ -1,7 +1,9 @@
 package lang
 
 import (
+	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +63,9 @@ type Language struct {
 	// Recipe is the merged recipe the language was built from.
 	Recipe Recipe
 
+	// flagRules is the compiled allow-list of Recipe.CompilerFlags.
+	flagRules []*regexp.Regexp
+
 	baseMounts []string
 	// staticTool and staticRoot expand {tool} and {root} before discovery.
 	staticTool, staticRoot string
@@ -85,9 +90,21 @@ type Vars struct {
 	Workspace string
 	// MemoryMB is the memory limit of the step (compile or run) in MB.
 	MemoryMB int
+	// CompilerFlags are a request's compiler flags, checked with
+	// CheckCompilerFlags: CompileArgs puts them where the template's
+	// {compiler_flags} element stands, or else at its end.
+	CompilerFlags []string
 }
 
-func newLanguage(id string, r Recipe, base []string) *Language {
+// compilerFlagsElement is the compile argv element replaced by a
+// request's compiler flags.
+const compilerFlagsElement = "{compiler_flags}"
+
+func newLanguage(id string, r Recipe, base []string) (*Language, error) {
+	rules, err := compileFlagRules(r.CompilerFlags)
+	if err != nil {
+		return nil, fmt.Errorf("%w: languages.%s.compiler_flags%w", ErrInvalidRecipe, id, err)
+	}
 	l := &Language{
 		ID:            id,
 		Aliases:       lower(r.Aliases),
@@ -103,6 +120,7 @@ func newLanguage(id string, r Recipe, base []string) *Language {
 		MemoryFactor:  atLeastOne(r.MemoryFactor),
 		TimeoutFactor: atLeastOne(r.TimeoutFactor),
 		Recipe:        r,
+		flagRules:     rules,
 		baseMounts:    base,
 	}
 	tc := r.Toolchain
@@ -115,7 +133,7 @@ func newLanguage(id string, r Recipe, base []string) *Language {
 	case tc.Program != "":
 		l.staticTool = "/usr/bin/" + tc.Program
 	}
-	return l
+	return l, nil
 }
 
 func lower(ss []string) []string {
@@ -180,16 +198,34 @@ func (l *Language) RunLimits(limits sandbox.Limits) sandbox.Limits {
 
 // CompileArgs is the compile argv with its placeholders expanded, or nil
 // for an interpreted language. {tool} and {root} take their discovered
-// values once Discover ran.
+// values once Discover ran. v.CompilerFlags replace the template's
+// {compiler_flags} element, or are appended; they are not checked here
+// (CheckCompilerFlags does).
 func (l *Language) CompileArgs(v Vars) []string {
 	if len(l.Compile) == 0 {
 		return nil
 	}
-	return l.expand(l.Compile, v)
+	out := make([]string, 0, len(l.Compile)+len(v.CompilerFlags))
+	placed := false
+	for _, a := range l.expand(l.Compile, v) {
+		if a == compilerFlagsElement {
+			out = append(out, v.CompilerFlags...)
+			placed = true
+			continue
+		}
+		out = append(out, a)
+	}
+	if !placed {
+		out = append(out, v.CompilerFlags...)
+	}
+	return out
 }
 
-// RunArgs is the run argv with its placeholders expanded.
-func (l *Language) RunArgs(v Vars) []string { return l.expand(l.Run, v) }
+// RunArgs is the run argv with its placeholders expanded, followed by
+// args, a request's program arguments (checked with CheckArgs).
+func (l *Language) RunArgs(v Vars, args ...string) []string {
+	return append(l.expand(l.Run, v), args...)
+}
 
 func (l *Language) expand(tmpl []string, v Vars) []string {
 	v = l.withDefaults(v)

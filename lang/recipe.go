@@ -32,8 +32,16 @@ type Recipe struct {
 	Source string `yaml:"source,omitempty"`
 	// Compile is the compile argv template of a compiled language.
 	Compile []string `yaml:"compile,omitempty"`
-	// Run is the run argv template.
+	// Run is the run argv template. A request's program arguments are
+	// appended to it.
 	Run []string `yaml:"run,omitempty"`
+	// CompilerFlags is the allow-list of the flags a request may add to
+	// the compile step: regular expressions, each matching a whole flag
+	// (-O[0-3]). A flag no entry matches is refused, and so is a flag of
+	// the fixed deny list whatever this list says (see
+	// Language.CheckCompilerFlags). The flags are appended to Compile, or
+	// put where its {compiler_flags} element stands.
+	CompilerFlags []string `yaml:"compiler_flags,omitempty"`
 	// Env holds KEY=value entries added to the sandbox environment. PATH
 	// must let compilers find their helpers (gcc runs as and ld). It may
 	// use {tool}, {root} and {workspace}.
@@ -174,6 +182,8 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 	case "run", "command":
 		err = v.Decode(&r.Run)
 		key = "run"
+	case "compiler_flags":
+		err = v.Decode(&r.CompilerFlags)
 	case "env":
 		err = v.Decode(&r.Env)
 	case "mounts":
@@ -260,6 +270,9 @@ func merge(base, o Recipe) Recipe {
 	}
 	if o.isSet("run", o.Run != nil) {
 		out.Run = o.Run
+	}
+	if o.isSet("compiler_flags", o.CompilerFlags != nil) {
+		out.CompilerFlags = o.CompilerFlags
 	}
 	if o.isSet("env", o.Env != nil) {
 		out.Env = o.Env

@@ -212,6 +212,33 @@ func TestBadRecipes(t *testing.T) {
 		{"compile env placeholder", "x", func() Recipe { r := ok(); r.CompileEnv = []string{"A={tool}"}; return r }, "languages.x.compile_env[0]: unknown placeholder"},
 		{"bad build cache env", "x", func() Recipe { r := ok(); r.BuildCacheEnv = "GO CACHE"; return r }, "languages.x.build_cache_env"},
 		{"min processes", "x", func() Recipe { r := ok(); r.MinProcesses = -1; return r }, "languages.x.min_processes: -1 is out of range"},
+		{"flags without compile step", "x", func() Recipe { r := ok(); r.CompilerFlags = []string{"-O"}; return r }, "languages.x.compiler_flags: set although compiled is false"},
+		{"bad flag rule", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.CompilerFlags = true, []string{"{tool}"}, []string{"-O", "-O("}
+			return r
+		}, "languages.x.compiler_flags[1]"},
+		{"empty flag rule", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.CompilerFlags = true, []string{"{tool}"}, []string{""}
+			return r
+		}, "languages.x.compiler_flags[0]: empty"},
+		{"flags element twice", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile = true, []string{"{tool}", "{compiler_flags}", "{source}", "{compiler_flags}"}
+			return r
+		}, "languages.x.compile: [3]: {compiler_flags} appears twice"},
+		{"flags element as argv0", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile = true, []string{"{compiler_flags}", "{source}"}
+			return r
+		}, "languages.x.compile: [0]: unknown placeholder {compiler_flags}"},
+		{"flags element inside an argument", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile = true, []string{"{tool}", "-x{compiler_flags}"}
+			return r
+		}, "languages.x.compile: [1]: unknown placeholder {compiler_flags}"},
+		{"flags element in run", "x", func() Recipe { r := ok(); r.Run = []string{"{tool}", "{compiler_flags}"}; return r }, "languages.x.run: [1]: unknown placeholder {compiler_flags}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

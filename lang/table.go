@@ -102,7 +102,10 @@ func New(overrides map[string]Recipe) (*Table, error) {
 		if err := r.validate(id); err != nil {
 			return nil, err
 		}
-		l := newLanguage(id, r, f.BaseMounts)
+		l, err := newLanguage(id, r, f.BaseMounts)
+		if err != nil {
+			return nil, err
+		}
 		l.getenv = os.Getenv
 		t.byID[id] = l
 		t.sorted = append(t.sorted, l)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -75,8 +76,11 @@ func (r *Recipe) validate(id string) error {
 	case !r.Compiled && len(r.Compile) > 0:
 		return f("compile", "set although compiled is false")
 	}
-	if err := checkArgv(r.Compile, argvPlaceholders); err != nil {
+	if err := checkCompileArgv(r.Compile); err != nil {
 		return f("compile", "%v", err)
+	}
+	if !r.Compiled && len(r.CompilerFlags) > 0 {
+		return f("compiler_flags", "set although compiled is false")
 	}
 	if err := checkEnv(f, "env", r.Env, envPlaceholders); err != nil {
 		return err
@@ -189,7 +193,24 @@ func checkArgv(argv []string, allowed map[string]bool) error {
 	return nil
 }
 
-// checkTemplate reports an unknown or unterminated placeholder.
+// checkCompileArgv checks a compile argv template: that of checkArgv, and
+// {compiler_flags} at most once, as a whole element past argv[0].
+func checkCompileArgv(argv []string) error {
+	plain := slices.Clone(argv)
+	seen := false
+	for i, a := range argv {
+		if a != compilerFlagsElement || i == 0 {
+			continue
+		}
+		if seen {
+			return fmt.Errorf("[%d]: %s appears twice", i, compilerFlagsElement)
+		}
+		seen = true
+		plain[i] = "-"
+	}
+	return checkArgv(plain, argvPlaceholders)
+}
+
 // checkEnv checks the KEY=value entries of the list field, whose values
 // may use the placeholders allowed; f words the error.
 func checkEnv(f func(field, format string, args ...any) error, field string, env []string, allowed map[string]bool) error {
@@ -206,6 +227,7 @@ func checkEnv(f func(field, format string, args ...any) error, field string, env
 	return nil
 }
 
+// checkTemplate reports an unknown or unterminated placeholder.
 func checkTemplate(s string, allowed map[string]bool) error {
 	for {
 		i := strings.IndexByte(s, '{')

@@ -57,8 +57,8 @@ func (p *progress) notify(ctx context.Context, step bool, msg string) {
 // client of the call whose context carries a progress.
 type progressEngine struct{ judge.Engine }
 
-func (e progressEngine) Prepare(ctx context.Context, language, code string) (judge.Program, error) {
-	prog, err := e.Engine.Prepare(ctx, language, code)
+func (e progressEngine) Prepare(ctx context.Context, language, code string, opts judge.ProgramOptions) (judge.Program, error) {
+	prog, err := e.Engine.Prepare(ctx, language, code, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (p progressProgram) RunStreaming(ctx context.Context, stdin []byte, limits 
 // unavailableEngine stands in when there is no judge engine.
 type unavailableEngine struct{ err error }
 
-func (u unavailableEngine) Prepare(context.Context, string, string) (judge.Program, error) {
+func (u unavailableEngine) Prepare(context.Context, string, string, judge.ProgramOptions) (judge.Program, error) {
 	if u.err != nil {
 		return nil, fmt.Errorf("the judge is unavailable here: %w", u.err)
 	}

@@ -20,14 +20,14 @@ func (streamingFake) RunStreaming(_ context.Context, stdin []byte, _ sandbox.Lim
 
 type streamingEngine struct{}
 
-func (streamingEngine) Prepare(context.Context, string, string) (judge.Program, error) {
+func (streamingEngine) Prepare(context.Context, string, string, judge.ProgramOptions) (judge.Program, error) {
 	return streamingFake{}, nil
 }
 
 // judge_code's progress wrapper streams through: the judge's writers get
 // the output and the Result keeps only what was asked.
 func TestProgressProgramStreams(t *testing.T) {
-	prog, err := progressEngine{streamingEngine{}}.Prepare(context.Background(), "python", "x")
+	prog, err := progressEngine{streamingEngine{}}.Prepare(context.Background(), "python", "x", judge.ProgramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func (f *fakeRunner) last() execute.Request {
 // that wait for their context.
 type fakeEngine struct{ runner *fakeRunner }
 
-func (e fakeEngine) Prepare(_ context.Context, language, code string) (judge.Program, error) {
+func (e fakeEngine) Prepare(_ context.Context, language, code string, _ judge.ProgramOptions) (judge.Program, error) {
 	if language != "python" {
 		return nil, fmt.Errorf("%w: %s", judge.ErrUnsupportedLanguage, language)
 	}
@@ -294,8 +294,12 @@ func TestExecuteCode(t *testing.T) {
 				t.Errorf("summary %q", summary)
 			}
 			req := fr.last()
-			if req.Stdin != "in" || req.Limits.TimeLimit != 2.5 || req.Limits.MemoryLimit != 64 || req.Limits.CPULimit != 0.5 {
+			if req.Stdin != "in" || req.Limits.TimeLimit != 2.5 || req.Limits.MemoryLimit != 64 || req.Limits.CPULimit != 0.5 || req.SessionTTL != 0 {
 				t.Errorf("request %+v", req)
+			}
+			call(t, cs, ToolExecuteCode, map[string]any{"language": "python", "code": "print x", "session_id": "s-1", "session_ttl_seconds": 120})
+			if got := fr.last().SessionTTL; got != 2*time.Minute {
+				t.Errorf("session_ttl_seconds 120 reached the runner as %s", got)
 			}
 
 			// A failing program is a result, not a tool error.
@@ -328,7 +332,10 @@ func TestExecuteCodeErrors(t *testing.T) {
 		{"timeout low", map[string]any{"language": "python", "code": "x", "timeout": 0}, `argument "timeout": 0 must be between 1 and 300 seconds`},
 		{"memory", map[string]any{"language": "python", "code": "x", "memory_limit": 8}, `argument "memory_limit": 8 must be between 16 and 8192 MB`},
 		{"session", map[string]any{"language": "python", "code": "x", "session_id": "../../etc"}, `argument "session_id": invalid session_id`},
-		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are code, language, memory_limit, session_id, stdin, timeout)`},
+		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are args, code, compiler_flags, env, language, memory_limit, session_id, session_ttl_seconds, stdin, timeout)`},
+		{"ttl without session", map[string]any{"language": "python", "code": "x", "session_ttl_seconds": 60}, `argument "session_ttl_seconds" needs a session_id`},
+		{"ttl zero", map[string]any{"language": "python", "code": "x", "session_id": "s", "session_ttl_seconds": 0}, `argument "session_ttl_seconds": 0 must be at least 1`},
+		{"ttl fraction", map[string]any{"language": "python", "code": "x", "session_id": "s", "session_ttl_seconds": 1.5}, `argument "session_ttl_seconds" must be an integer`},
 		{"wrong type", map[string]any{"language": "python", "code": 42}, `argument "code" must be a string, not a number`},
 		{"wrong type timeout", map[string]any{"language": "python", "code": "x", "timeout": "10s"}, `argument "timeout" must be a number, not a string`},
 		{"refused by the runner", map[string]any{"language": "python", "code": "refuse"}, "too many sessions: 100 sessions are open"},

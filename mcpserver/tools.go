@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
 )
 
 // idleHTTPSession is how long an MCP session over HTTP may stay idle.
@@ -54,7 +56,7 @@ func (s *Server) addTools() {
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        ToolListLanguages,
 		Title:       "List languages",
-		Description: "List the languages execute_code and judge_code accept, with their aliases, whether they are compiled, and whether their toolchain is installed here (with its version).",
+		Description: "List the languages execute_code and judge_code accept, with their aliases, whether they are compiled, whether their toolchain is installed here (with its version), and the compiler flags each accepts (regular expressions a whole flag must match).",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.listLanguages)
@@ -111,8 +113,36 @@ func (s *Server) executeSchema() map[string]any {
 				"description": "Memory limit of the program and its children, in MB."},
 			"session_id": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
 				"description": "Session to run in: files written in /workspace stay for the next call with the same session_id; processes, /tmp and memory are fresh each call. Idle sessions end after a while (30 minutes by default). Omit for a throwaway workspace."},
+			"session_ttl_seconds": map[string]any{"type": "integer", "minimum": 1,
+				"description": "How long the session (session_id, required) may stay idle before it ends and its files are removed, in seconds; kept for later calls that give none. At most the server's maximum (a day by default)."},
+
+			"args":           argsSchema(),
+			"compiler_flags": compilerFlagsSchema(),
+			"env":            envSchema(),
 		},
 	}
+}
+
+// argsSchema, compilerFlagsSchema and envSchema describe what both tools
+// add to a program beyond its code.
+func argsSchema() map[string]any {
+	return map[string]any{"type": "array", "maxItems": lang.MaxArgs, "items": map[string]any{"type": "string"},
+		"description": "Program arguments, appended to the language's run command (python main.py ARGS, ./main ARGS)."}
+}
+
+func compilerFlagsSchema() map[string]any {
+	return map[string]any{"type": "array", "maxItems": lang.MaxCompilerFlags,
+		"items": map[string]any{"type": "string", "minLength": 1, "maxLength": lang.MaxCompilerFlagBytes, "pattern": "^-"},
+		"description": "Flags added to the compile step of a compiled language (c, cpp, java, go, rust), each one argument with its value " +
+			"attached: -O0..-O3, -std=c99, -DX=3, -Wall, -g, -fsanitize=address, --release=17, -gcflags=all=-N -l. Only flags of the " +
+			"language's allow-list are accepted; flags naming files or programs (-B, -I, -L, -include, -specs, @file, -o, -Wl,...) are refused."}
+}
+
+func envSchema() map[string]any {
+	return map[string]any{"type": "object", "maxProperties": lang.MaxEnv,
+		"propertyNames":        map[string]any{"pattern": "^[A-Z_][A-Z0-9_]*$", "maxLength": lang.MaxEnvNameBytes},
+		"additionalProperties": map[string]any{"type": "string"},
+		"description":          "Variables added to the program's environment. PATH, HOME, TMPDIR, LANG, LC_ALL, LD_*, the language's own variables and the server's are refused."}
 }
 
 func (s *Server) judgeSchema() map[string]any {
@@ -149,6 +179,10 @@ func (s *Server) judgeSchema() map[string]any {
 			"compare": map[string]any{"type": "string", "pattern": `^(normalized|exact|tokens|float(:[0-9.eE+-]+)?)$`, "default": judge.CompareNormalized,
 				"description": "How outputs are compared: normalized (trailing whitespace and empty lines ignored), exact, tokens (any whitespace run equal) or float:EPS (numbers equal within EPS)."},
 			"subtasks": subtasksSchema(),
+
+			"args":           argsSchema(),
+			"compiler_flags": compilerFlagsSchema(),
+			"env":            envSchema(),
 		},
 	}
 }
@@ -184,6 +218,12 @@ type executeArgs struct {
 	Timeout     *float64 `json:"timeout"`
 	MemoryLimit *int     `json:"memory_limit"`
 	SessionID   *string  `json:"session_id"`
+	// SessionTTLSeconds sets the idle timeout of the session.
+	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
+
+	Args          []string          `json:"args"`
+	CompilerFlags []string          `json:"compiler_flags"`
+	Env           map[string]string `json:"env"`
 }
 
 // request checks the arguments and builds the executor's request. Its
@@ -192,7 +232,8 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 	if a.Language == "" {
 		return execute.Request{}, fmt.Errorf("argument \"language\" is required: one of %s", strings.Join(s.names, ", "))
 	}
-	if _, err := s.langs.Lookup(a.Language); err != nil {
+	l, err := s.langs.Lookup(a.Language)
+	if err != nil {
 		return execute.Request{}, fmt.Errorf("unsupported language %q: use one of %s", a.Language, strings.Join(s.names, ", "))
 	}
 	if strings.TrimSpace(a.Code) == "" {
@@ -218,7 +259,23 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 			return execute.Request{}, fmt.Errorf("argument \"session_id\": %w", err)
 		}
 	}
-	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID}, nil
+	opts := judge.ProgramOptions{CompilerFlags: a.CompilerFlags, Args: a.Args, Env: a.Env}
+	if err := runner.CheckOptions(l, opts); err != nil {
+		return execute.Request{}, fmt.Errorf("argument %w", err)
+	}
+	var ttl time.Duration
+	if a.SessionTTLSeconds != nil {
+		secs := *a.SessionTTLSeconds
+		switch {
+		case a.SessionID == nil:
+			return execute.Request{}, errors.New("argument \"session_ttl_seconds\" needs a session_id: it is the idle timeout of that session")
+		case secs < 1 || secs > int64(math.MaxInt64/time.Second):
+			return execute.Request{}, fmt.Errorf("argument \"session_ttl_seconds\": %d must be at least 1", secs)
+		}
+		ttl = time.Duration(secs) * time.Second
+	}
+	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl,
+		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env}, nil
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -273,6 +330,10 @@ type judgeArgs struct {
 	Compare        string           `json:"compare"`
 	RequestID      string           `json:"request_id"`
 	Subtasks       []judge.Subtask  `json:"subtasks"`
+
+	Args          []string          `json:"args"`
+	CompilerFlags []string          `json:"compiler_flags"`
+	Env           map[string]string `json:"env"`
 }
 
 func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -284,6 +345,7 @@ func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		RequestID: a.RequestID, Language: a.Language, Code: a.Code, TestCases: a.TestCases,
 		TimeoutMS: a.TimeoutMS, TotalTimeoutMS: a.TotalTimeoutMS, MemoryLimitMB: a.MemoryLimitMB, Compare: a.Compare,
 		Subtasks: a.Subtasks,
+		Args:     a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env,
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		ctx = withProgress(ctx, &progress{session: req.Session, token: tok, total: len(a.TestCases)})
@@ -316,6 +378,9 @@ type languageInfo struct {
 	Available  bool     `json:"available"`
 	Version    string   `json:"version,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
+	// CompilerFlags is the allow-list of compiler_flags: regular
+	// expressions a whole flag must match.
+	CompilerFlags []string `json:"compiler_flags,omitempty"`
 }
 
 // languageList is list_languages' structured result.
@@ -337,6 +402,7 @@ func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*
 			out.Languages[i] = languageInfo{
 				ID: l.ID, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
 				Compiled: l.Compiled, Available: tc.Available, Version: tc.Version, Reason: tc.Reason,
+				CompilerFlags: l.CompilerFlagRules(),
 			}
 		})
 	}

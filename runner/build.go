@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"time"
 
+	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -78,6 +80,22 @@ type BuildOptions struct {
 	Workspace string
 	// SampleInterval samples the compile step's CPU time and memory.
 	SampleInterval time.Duration
+	// Options are the request's compiler flags, program arguments and
+	// environment, checked by Build (see CheckOptions).
+	Options judge.ProgramOptions
+}
+
+// CheckOptions checks what a request adds to the recipe of l: its
+// compiler flags against l's allow-list, its program arguments and its
+// environment. A refusal is a *lang.OptionError naming the field.
+func CheckOptions(l *lang.Language, o judge.ProgramOptions) error {
+	if err := l.CheckCompilerFlags(o.CompilerFlags); err != nil {
+		return err
+	}
+	if err := lang.CheckArgs(o.Args); err != nil {
+		return err
+	}
+	return l.CheckEnv(o.Env)
 }
 
 // Build makes code of language l ready to run in o.Workspace, with no
@@ -86,12 +104,16 @@ type BuildOptions struct {
 // It returns the Program, and the compile step's result for a compiled
 // language. When that step did not succeed the Program is nil and the
 // result says why (the compiler's output, its status). An error means the
-// toolchain is missing or the sandbox failed.
+// options were refused (a *lang.OptionError), the toolchain is missing or
+// the sandbox failed.
 func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o BuildOptions) (*Program, *sandbox.Result, error) {
+	if err := CheckOptions(l, o.Options); err != nil {
+		return nil, nil, err
+	}
 	if err := b.Check(ctx, l); err != nil {
 		return nil, nil, err
 	}
-	p := b.newProgram(l, l.ID, code)
+	p := b.newProgram(l, l.ID, code, o.Options)
 	p.workspace = o.Workspace
 	if !l.Compiled {
 		p.code = []byte(code)
@@ -100,7 +122,7 @@ func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o Bu
 	if o.Workspace == "" {
 		return nil, nil, fmt.Errorf("%w: %s is compiled in a host workspace, and none was given", sandbox.ErrUnavailable, l.ID)
 	}
-	step := b.newStep(l, "", p.source, p.class, code, false)
+	step := b.newStep(l, "", p.source, p.class, code, o.Options.CompilerFlags, false)
 	spec := b.compileSpec(step, o.Workspace, b.compileLimits)
 	spec.SampleInterval = o.SampleInterval
 	res, err := b.backend.Run(ctx, spec)
@@ -115,9 +137,11 @@ func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o Bu
 }
 
 // newProgram is the Program of code in l before it is compiled, named
-// language as the caller named it.
-func (b *Builder) newProgram(l *lang.Language, language, code string) *Program {
-	p := &Program{b: b, lang: l, language: language, source: l.SourceName(code)}
+// language as the caller named it, run with the arguments and environment
+// of o.
+func (b *Builder) newProgram(l *lang.Language, language, code string, o judge.ProgramOptions) *Program {
+	p := &Program{b: b, lang: l, language: language, source: l.SourceName(code),
+		args: slices.Clone(o.Args), env: lang.EnvLayer(o.Env)}
 	if l.NeedsClass() {
 		p.class = lang.JavaClass(code)
 	}
@@ -139,15 +163,17 @@ func (b *Builder) compileSpec(step *compileStep, ws string, limits sandbox.Limit
 	}
 }
 
-// newStep is the compile step of code. A cached step (the judge's) also
-// gets a private build cache in its workspace when the language names
-// one; see buildCacheEnv.
-func (b *Builder) newStep(l *lang.Language, version, source, class, code string, cached bool) *compileStep {
+// newStep is the compile step of code with the request's compiler flags.
+// A cached step (the judge's) also gets a private build cache in its
+// workspace when the language names one; see buildCacheEnv.
+func (b *Builder) newStep(l *lang.Language, version, source, class, code string, flags []string, cached bool) *compileStep {
 	vars := lang.Vars{
 		Source:   path.Join(sandbox.WorkspaceDir, source),
 		Class:    class,
 		MemoryMB: int(b.compileLimits.Memory / sandbox.MiB),
 	}
+	plain := l.CompileArgs(vars)
+	vars.CompilerFlags = flags
 	var cache []string
 	if cached {
 		cache = buildCacheEnv(l)
@@ -157,6 +183,7 @@ func (b *Builder) newStep(l *lang.Language, version, source, class, code string,
 		version: version,
 		where:   b.environment(l),
 		args:    l.CompileArgs(vars),
+		plain:   plain,
 		env:     lang.Environment(l.Env, l.CompileEnv, cache),
 		source:  source,
 		code:    code,

@@ -23,7 +23,7 @@ func cProgram(n int) string {
 // prepare prepares code and fails the test on any error.
 func prepare(t *testing.T, r *runner.Runner, language, code string) judge.Program {
 	t.Helper()
-	p, err := r.Prepare(context.Background(), language, code)
+	p, err := r.Prepare(context.Background(), language, code, judge.ProgramOptions{})
 	if err != nil {
 		t.Fatalf("Prepare %s: %v", language, err)
 	}
@@ -170,7 +170,7 @@ func TestConcurrentPrepare(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			progs[i], errs[i] = r.Prepare(context.Background(), "cpp", "#include <cstdio>\nint main() { std::puts(\"same\"); }\n")
+			progs[i], errs[i] = r.Prepare(context.Background(), "cpp", "#include <cstdio>\nint main() { std::puts(\"same\"); }\n", judge.ProgramOptions{})
 		})
 	}
 	wg.Wait()

@@ -31,8 +31,11 @@ type compileStep struct {
 	lang    *lang.Language
 	version string
 	// where is the compile environment (KeyInput.Environment).
-	where  string
+	where string
+	// args is the compile argv, the request's compiler flags included;
+	// plain is the same without them (the Go build cache seed's).
 	args   []string
+	plain  []string
 	env    []string
 	source string // file name in the workspace
 	code   string
@@ -70,8 +73,8 @@ func (s *compileStep) key() string {
 // compiled returns the cache entry of code, compiling it on a miss. Only
 // one compilation of a key runs at a time in this process; the others wait
 // for it and take its entry.
-func (r *Runner) compiled(ctx context.Context, l *lang.Language, version, source, class, code string) (*entry, error) {
-	step := r.newStep(l, version, source, class, code, true)
+func (r *Runner) compiled(ctx context.Context, l *lang.Language, version, source, class, code string, flags []string) (*entry, error) {
+	step := r.newStep(l, version, source, class, code, flags, true)
 	key := step.key()
 	for attempt := 0; ; attempt++ {
 		e, ok, err := r.cache.open(key)

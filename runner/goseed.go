@@ -208,6 +208,8 @@ func seedID(step *compileStep) string {
 func (r *Runner) buildSeed(ctx context.Context, step *compileStep, dir string) error {
 	seed := *step
 	seed.code = seedProgram
+	// The seed is shared by every request: none's compiler flags go in.
+	seed.args = seed.plain
 	limits := r.compileLimits
 	limits.WallTime = max(limits.WallTime, seedWallTime)
 	limits.CPUTime = max(limits.CPUTime, seedCPUTime)

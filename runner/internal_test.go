@@ -264,7 +264,7 @@ func TestPrepareFake(t *testing.T) {
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
-	p, err := r.PrepareProgram(context.Background(), "c", "int main(void) { return 0; }")
+	p, err := r.PrepareProgram(context.Background(), "c", "int main(void) { return 0; }", judge.ProgramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestPrepareFakeJava(t *testing.T) {
 	if tc := lookup(t, r, "java").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no JDK here: "+tc.Reason)
 	}
-	p, err := r.PrepareProgram(context.Background(), "java", "public class Hello { public static void main(String[] a) {} }")
+	p, err := r.PrepareProgram(context.Background(), "java", "public class Hello { public static void main(String[] a) {} }", judge.ProgramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestPrepareFakeInterpreted(t *testing.T) {
 	if tc := lookup(t, r, "python").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no python here: "+tc.Reason)
 	}
-	p, err := r.PrepareProgram(context.Background(), "py", "print(1)")
+	p, err := r.PrepareProgram(context.Background(), "py", "print(1)", judge.ProgramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestPrepareFakeNoProgram(t *testing.T) {
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
-	_, err := r.Prepare(context.Background(), "c", "int main(void) { return 0; }")
+	_, err := r.Prepare(context.Background(), "c", "int main(void) { return 0; }", judge.ProgramOptions{})
 	var ce *judge.CompileError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Output, "no program") {
 		t.Errorf("compiler that wrote nothing: %v", err)
@@ -400,7 +400,7 @@ func TestCacheKeyedByImage(t *testing.T) {
 		if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 			testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 		}
-		p, err := r.PrepareProgram(context.Background(), "c", code)
+		p, err := r.PrepareProgram(context.Background(), "c", code, judge.ProgramOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +436,7 @@ func TestPrepareFakeFailure(t *testing.T) {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
 	for range 2 {
-		_, err := r.Prepare(context.Background(), "c", "int main(void) { return x; }")
+		_, err := r.Prepare(context.Background(), "c", "int main(void) { return x; }", judge.ProgramOptions{})
 		var ce *judge.CompileError
 		if !errors.As(err, &ce) || ce.Output != "main.c:1: error" {
 			t.Fatalf("Prepare: %v", err)
@@ -538,7 +538,7 @@ func TestGoSeed(t *testing.T) {
 		testutil.Require(t, false, "no Go toolchain here: "+tc.Reason)
 	}
 	for i := range 2 {
-		p, err := r.PrepareProgram(context.Background(), "go", fmt.Sprintf("package main\n\nfunc main() { println(%d) }\n", i))
+		p, err := r.PrepareProgram(context.Background(), "go", fmt.Sprintf("package main\n\nfunc main() { println(%d) }\n", i), judge.ProgramOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -593,7 +593,7 @@ func TestCompileWorkspaceCapped(t *testing.T) {
 	if tc := lookup(t, r, "c").Discover(context.Background()); !tc.Available {
 		testutil.Require(t, false, "no C compiler here: "+tc.Reason)
 	}
-	p, err := r.PrepareProgram(context.Background(), "c", "int main(void) { return 0; }")
+	p, err := r.PrepareProgram(context.Background(), "c", "int main(void) { return 0; }", judge.ProgramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,11 @@ type Program struct {
 	source   string // file name
 	class    string
 	code     []byte // interpreted languages only
-	entry    *entry // compiled languages, cached only
+	// args and env are the request's program arguments and environment
+	// (KEY=value, sorted), the same for every run.
+	args  []string
+	env   []string
+	entry *entry // compiled languages, cached only
 	// workspace is the host workspace of a Build's program, where it runs;
 	// inWorkspace tells that it was compiled there.
 	workspace   string
@@ -116,7 +120,7 @@ func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 	l := p.lang
 	memMB := int(limits.WithDefaults().Memory / sandbox.MiB)
 	spec := &sandbox.Spec{
-		Env:    lang.Environment(l.Env),
+		Env:    lang.Environment(l.Env, p.env),
 		Dir:    sandbox.WorkspaceDir,
 		Mounts: slices.Clone(l.Mounts),
 		Limits: l.RunLimits(limits),
@@ -135,7 +139,7 @@ func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 		spec.Workspace = p.workspace
 		spec.Files = []sandbox.File{{Path: p.source, Content: p.code, Mode: 0o644}}
 	}
-	spec.Args = l.RunArgs(vars)
+	spec.Args = l.RunArgs(vars, p.args...)
 	if len(stdin) > 0 {
 		spec.Stdin = bytes.NewReader(stdin)
 	}

@@ -148,10 +148,12 @@ func (r *Runner) CacheDir() string { return r.cache.dir }
 // toolchain is missing here is an error wrapping sandbox.ErrUnavailable
 // that says why. A compiled language is compiled in the sandbox with the
 // compile limits, or taken from the cache when the same source was
-// compiled before with the same toolchain, argv and environment; a
-// compilation failure is a *judge.CompileError.
-func (r *Runner) Prepare(ctx context.Context, language, code string) (judge.Program, error) {
-	p, err := r.prepare(ctx, language, code)
+// compiled before with the same toolchain, argv (the compiler flags of
+// opts included) and environment; a compilation failure is a
+// *judge.CompileError. Options that break the language's rules are a
+// *judge.ValidationError naming the field (see CheckOptions).
+func (r *Runner) Prepare(ctx context.Context, language, code string, opts judge.ProgramOptions) (judge.Program, error) {
+	p, err := r.prepare(ctx, language, code, opts)
 	if err != nil {
 		// A nil *Program in a non-nil interface would look like a program.
 		return nil, err
@@ -160,26 +162,29 @@ func (r *Runner) Prepare(ctx context.Context, language, code string) (judge.Prog
 }
 
 // PrepareProgram is Prepare returning the concrete type.
-func (r *Runner) PrepareProgram(ctx context.Context, language, code string) (*Program, error) {
-	return r.prepare(ctx, language, code)
+func (r *Runner) PrepareProgram(ctx context.Context, language, code string, opts judge.ProgramOptions) (*Program, error) {
+	return r.prepare(ctx, language, code, opts)
 }
 
-func (r *Runner) prepare(ctx context.Context, language, code string) (*Program, error) {
+func (r *Runner) prepare(ctx context.Context, language, code string, opts judge.ProgramOptions) (*Program, error) {
 	l, err := r.langs.Lookup(language)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", judge.ErrUnsupportedLanguage, err)
+	}
+	if err := CheckOptions(l, opts); err != nil {
+		return nil, &judge.ValidationError{Message: "Invalid " + err.Error()}
 	}
 	tc := l.Discover(ctx)
 	if err := r.Check(ctx, l); err != nil {
 		return nil, err
 	}
-	p := r.newProgram(l, language, code)
+	p := r.newProgram(l, language, code, opts)
 	if !l.Compiled {
 		p.code = []byte(code)
 		p.openSeries()
 		return p, nil
 	}
-	e, err := r.compiled(ctx, l, tc.Version, p.source, p.class, code)
+	e, err := r.compiled(ctx, l, tc.Version, p.source, p.class, code, opts.CompilerFlags)
 	if err != nil {
 		return nil, err
 	}

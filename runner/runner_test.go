@@ -26,7 +26,7 @@ const cHello = "#include <stdio.h>\nint main(void) { puts(\"Hello, World!\"); re
 func TestJavaHeapOverflow(t *testing.T) {
 	r, _ := newRunner(t, runner.Options{})
 	hog := languageProgram(t, "java").hog
-	p, err := r.Prepare(context.Background(), "java", hog)
+	p, err := r.Prepare(context.Background(), "java", hog, judge.ProgramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSmallMemoryLimit(t *testing.T) {
 // TestPrepareErrors checks the errors of Prepare that are not verdicts.
 func TestPrepareErrors(t *testing.T) {
 	r, be := newRunner(t, runner.Options{})
-	_, err := r.Prepare(context.Background(), "cobol", "DISPLAY 'HI'.")
+	_, err := r.Prepare(context.Background(), "cobol", "DISPLAY 'HI'.", judge.ProgramOptions{})
 	if !errors.Is(err, judge.ErrUnsupportedLanguage) || !errors.Is(err, lang.ErrUnknownLanguage) {
 		t.Errorf("unknown language: %v, want ErrUnsupportedLanguage", err)
 	}
@@ -78,7 +78,7 @@ func TestPrepareErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r2.Prepare(context.Background(), "c", cHello)
+	_, err = r2.Prepare(context.Background(), "c", cHello, judge.ProgramOptions{})
 	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "no-such-cc") {
 		t.Errorf("missing toolchain: %v, want ErrUnavailable naming the compiler", err)
 	}
@@ -118,7 +118,7 @@ int main() { return X<int, 40>::v; }
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			p, err := r.Prepare(context.Background(), c.lang, c.code)
+			p, err := r.Prepare(context.Background(), c.lang, c.code, judge.ProgramOptions{})
 			elapsed := time.Since(start)
 			var ce *judge.CompileError
 			if !errors.As(err, &ce) {
@@ -172,7 +172,7 @@ func TestSandboxPerTest(t *testing.T) {
 	for _, perTest := range []bool{false, true} {
 		t.Run(fmt.Sprint("SandboxPerTest=", perTest), func(t *testing.T) {
 			r, be := newRunner(t, runner.Options{SandboxPerTest: perTest})
-			p, err := r.Prepare(context.Background(), "python", "import os\nprint(os.getpid())\n")
+			p, err := r.Prepare(context.Background(), "python", "import os\nprint(os.getpid())\n", judge.ProgramOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

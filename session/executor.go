@@ -19,6 +19,9 @@ type Executor interface {
 // SessionID is refused with ErrDisabled.
 func (s *Store) Execute(ctx context.Context, ex Executor, req execute.Request) (*execute.Result, error) {
 	if req.SessionID == nil {
+		if req.SessionTTL != 0 {
+			return nil, fmt.Errorf("%w: an idle timeout needs a session_id", ErrInvalidTTL)
+		}
 		return ex.Execute(ctx, req)
 	}
 	if s == nil {
@@ -27,7 +30,7 @@ func (s *Store) Execute(ctx context.Context, ex Executor, req execute.Request) (
 	if req.Workspace != "" {
 		return nil, fmt.Errorf("session %q: the request already names a workspace", *req.SessionID)
 	}
-	lease, err := s.Acquire(ctx, *req.SessionID)
+	lease, err := s.AcquireTTL(ctx, *req.SessionID, req.SessionTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package session
 
 import "context"
 
-type ownerKey struct{}
+type (
+	ownerKey       struct{}
+	maxSessionsKey struct{}
+)
 
 // WithOwner returns a context whose calls act on the sessions of owner:
 // the same session id names a different session for each owner, so that
@@ -27,4 +30,18 @@ func key(ctx context.Context, id string) string {
 		return o + "\x00" + id
 	}
 	return id
+}
+
+// WithMaxSessions returns a context whose calls may start a session only
+// while ctx's owner holds fewer than n (an API key's max_sessions); n of
+// zero or less means no cap but the Store's. A refusal is a *LimitError
+// naming LimitOwnerSessions.
+func WithMaxSessions(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, maxSessionsKey{}, n)
+}
+
+// maxSessions is the cap WithMaxSessions put in ctx, or 0.
+func maxSessions(ctx context.Context) int {
+	n, _ := ctx.Value(maxSessionsKey{}).(int)
+	return n
 }

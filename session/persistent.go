@@ -279,8 +279,13 @@ func recordedUse(path string) int64 {
 
 // Execute runs req with ex. A request with a SessionID runs in that
 // session's workspace, after the session's running call if any; one
-// without runs as it is.
+// without runs as it is. A SessionTTL is refused (ErrInvalidTTL).
 func (p *PersistentStore) Execute(ctx context.Context, ex Executor, req execute.Request) (*execute.Result, error) {
+	if req.SessionTTL != 0 {
+		// Its sessions share the store's idle timeout, recorded nowhere
+		// per session: refuse rather than ignore what was asked.
+		return nil, fmt.Errorf("%w: sessions kept on disk between processes all take sessions.idle_timeout", ErrInvalidTTL)
+	}
 	if req.SessionID == nil {
 		return ex.Execute(ctx, req)
 	}

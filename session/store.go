@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,14 @@ const (
 	DefaultMaxBytes      = 256 << 20
 	DefaultMaxTotalBytes = 4 << 30
 	DefaultMaxFiles      = 100_000
+	// DefaultMaxIdleTimeout is the longest idle timeout a request may
+	// give its session (execute.Request.SessionTTL).
+	DefaultMaxIdleTimeout = 24 * time.Hour
+	// DefaultRememberExpired and DefaultRememberExpiredFor bound the
+	// expired sessions the Store remembers, so that a call naming one is
+	// told it expired rather than finding an empty workspace.
+	DefaultRememberExpired    = 4096
+	DefaultRememberExpiredFor = time.Hour
 	// maxDepth bounds how deep the usage walk descends; a workspace
 	// nested deeper counts as over its cap.
 	maxDepth = 128
@@ -36,8 +45,20 @@ type Options struct {
 	// else can write to.
 	Dir string
 	// IdleTimeout ends a session not used for this long; default
-	// DefaultIdleTimeout.
+	// DefaultIdleTimeout. A request may give its session another
+	// (execute.Request.SessionTTL), up to MaxIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxIdleTimeout is the longest idle timeout a request may ask for;
+	// default DefaultMaxIdleTimeout, and never less than IdleTimeout.
+	MaxIdleTimeout time.Duration
+	// RememberExpired is how many expired sessions the Store remembers,
+	// each for RememberExpiredFor (defaults DefaultRememberExpired and
+	// DefaultRememberExpiredFor): a call, Info or Delete naming one
+	// fails with an *ExpiredError rather than ErrNotFound, and the first
+	// call naming it is refused so that its caller learns the files are
+	// gone (the next one starts the session anew).
+	RememberExpired    int
+	RememberExpiredFor time.Duration
 	// MaxSessions is the number of live sessions; default
 	// DefaultMaxSessions.
 	MaxSessions int
@@ -76,6 +97,16 @@ func (o Options) withDefaults() Options {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
+	if o.MaxIdleTimeout <= 0 {
+		o.MaxIdleTimeout = DefaultMaxIdleTimeout
+	}
+	o.MaxIdleTimeout = max(o.MaxIdleTimeout, o.IdleTimeout)
+	if o.RememberExpired <= 0 {
+		o.RememberExpired = DefaultRememberExpired
+	}
+	if o.RememberExpiredFor <= 0 {
+		o.RememberExpiredFor = DefaultRememberExpiredFor
+	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
@@ -108,7 +139,13 @@ type Store struct {
 
 	mu       sync.Mutex
 	sessions map[string]*entry
-	seq      int
+	// owned counts the sessions of each owner (WithMaxSessions).
+	owned map[string]int
+	// expired remembers the sessions that expired, by key, oldest first
+	// in expiredOrder; both bounded by Options.RememberExpired.
+	expired      map[string]time.Time
+	expiredOrder []expiredKey
+	seq          int
 	// live counts entries not yet destroyed, ended ones still in use
 	// included; the instance directory goes when it falls to zero after
 	// Close.
@@ -139,12 +176,18 @@ type entry struct {
 	kept *capws.Dir
 	// sem admits one call at a time.
 	sem chan struct{}
+	// owner is the owner of key (see WithOwner).
+	owner string
+	// created is when the session started.
+	created time.Time
 	// The fields below are guarded by Store.mu.
 	lastUsed time.Time
-	used     int64
-	busy     int
-	ended    bool
-	mounted  bool
+	// ttl is the session's idle timeout.
+	ttl     time.Duration
+	used    int64
+	busy    int
+	ended   bool
+	mounted bool
 }
 
 // Open creates the Store's instance directory under opts.Dir, removes the
@@ -180,6 +223,8 @@ func Open(opts Options) (s *Store, retErr error) {
 		lockPath: lockPath,
 		log:      opts.Logger,
 		sessions: make(map[string]*entry),
+		owned:    make(map[string]int),
+		expired:  make(map[string]time.Time),
 		tmpfs:    !opts.NoTmpfs,
 		inKeeper: !capws.Supported(),
 		stop:     make(chan struct{}),
@@ -217,13 +262,25 @@ func (l *Lease) ID() string { return l.e.id }
 
 // Acquire starts the session id if it is new and waits until no other call
 // runs in it. It fails when the id is invalid, a cap is reached
-// (ErrTooManySessions, ErrSessionFull, ErrDiskFull), the session ended
-// while the call waited (ErrNotFound), or ctx ends first.
+// (ErrTooManySessions, as a *LimitError; ErrSessionFull, ErrDiskFull), the
+// session expired since its last call (an *ExpiredError, once: the next
+// call starts it anew), the session ended while the call waited
+// (ErrNotFound), or ctx ends first.
 func (s *Store) Acquire(ctx context.Context, id string) (*Lease, error) {
+	return s.AcquireTTL(ctx, id, 0)
+}
+
+// AcquireTTL is Acquire that also sets the session's idle timeout to ttl
+// (from 1 s to Options.MaxIdleTimeout, else ErrInvalidTTL); zero keeps
+// the session's, which is Options.IdleTimeout for a new one.
+func (s *Store) AcquireTTL(ctx context.Context, id string, ttl time.Duration) (*Lease, error) {
 	if err := execute.ValidateSessionID(id); err != nil {
 		return nil, err
 	}
-	e, err := s.enter(key(ctx, id), id)
+	if err := s.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	e, err := s.enter(ctx, id, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -241,38 +298,123 @@ func (s *Store) Acquire(ctx context.Context, id string) (*Lease, error) {
 	return l, nil
 }
 
-// enter finds or starts the session and counts the caller as one of its
-// users, so that it cannot expire under it.
-func (s *Store) enter(k, id string) (*entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
+// MaxIdleTimeout is the longest idle timeout a request may give its
+// session.
+func (s *Store) MaxIdleTimeout() time.Duration { return s.opts.MaxIdleTimeout }
+
+// checkTTL refuses an idle timeout a request may not ask for.
+func (s *Store) checkTTL(ttl time.Duration) error {
+	switch {
+	case ttl == 0:
+		return nil
+	case ttl < time.Second:
+		return fmt.Errorf("%w: %s is less than 1 s", ErrInvalidTTL, ttl)
+	case ttl > s.opts.MaxIdleTimeout:
+		return fmt.Errorf("%w: %d s is more than the %d s this server allows (sessions.max_idle_timeout)",
+			ErrInvalidTTL, int64(ttl/time.Second), int64(s.opts.MaxIdleTimeout/time.Second))
 	}
-	e := s.sessions[k]
+	return nil
+}
+
+// enter finds or starts the session id of ctx's owner and counts the
+// caller as one of its users, so that it cannot expire under it; ttl,
+// when not zero, becomes its idle timeout.
+func (s *Store) enter(ctx context.Context, id string, ttl time.Duration) (*entry, error) {
+	k, owner := key(ctx, id), Owner(ctx)
+	s.mu.Lock()
+	e, gone, err := s.enterLocked(ctx, k, owner, id, ttl)
+	s.mu.Unlock()
+	for _, g := range gone {
+		s.destroy(g)
+	}
+	return e, err
+}
+
+// enterLocked is enter with s.mu held; gone are the sessions it ended,
+// for the caller to destroy once s.mu is released.
+func (s *Store) enterLocked(ctx context.Context, k, owner, id string, ttl time.Duration) (e *entry, gone []*entry, err error) {
+	if s.closed {
+		return nil, nil, ErrClosed
+	}
+	now := s.opts.now()
+	e = s.sessions[k]
+	if e != nil && s.dueLocked(e, now) {
+		// Expired, and the reaper has not come by yet: it is gone all
+		// the same.
+		s.expireLocked(e, now)
+		gone = append(gone, e)
+		e = nil
+	}
 	if e == nil {
-		if len(s.sessions) >= s.opts.MaxSessions {
-			s.sweepLocked(s.opts.now())
+		if at, ok := s.expiredLocked(k, now); ok {
+			// Tell the caller once that the files are gone, rather than
+			// run its program in an empty workspace; the next call
+			// starts the session anew.
+			delete(s.expired, k)
+			return nil, gone, &ExpiredError{ID: id, At: at}
 		}
-		if n := len(s.sessions); n >= s.opts.MaxSessions {
-			return nil, fmt.Errorf("%w: %d sessions are open, the most allowed; end one (DELETE /v1/sessions/{id}) or wait until one has been idle for %s",
-				ErrTooManySessions, n, s.opts.IdleTimeout)
+		if e, err = s.startLocked(ctx, k, owner, id, now, &gone); err != nil {
+			return nil, gone, err
 		}
-		if total := s.totalLocked(); total >= s.opts.MaxTotalBytes {
-			return nil, fmt.Errorf("%w: %s of %s used; end a session to free space",
-				ErrDiskFull, mib(total), mib(s.opts.MaxTotalBytes))
-		}
-		var err error
-		if e, err = s.create(id); err != nil {
-			return nil, err
-		}
-		e.key = k
-		s.sessions[k] = e
-		s.live++
+	}
+	if ttl > 0 {
+		e.ttl = ttl
 	}
 	e.busy++
-	e.lastUsed = s.opts.now()
+	e.lastUsed = now
+	return e, gone, nil
+}
+
+// startLocked starts the session id of owner, within the caps.
+func (s *Store) startLocked(ctx context.Context, k, owner, id string, now time.Time, gone *[]*entry) (*entry, error) {
+	ownerMax := maxSessions(ctx)
+	if len(s.sessions) >= s.opts.MaxSessions || (ownerMax > 0 && s.owned[owner] >= ownerMax) {
+		*gone = append(*gone, s.sweepLocked(now)...)
+	}
+	if n := s.owned[owner]; ownerMax > 0 && n >= ownerMax {
+		return nil, &LimitError{Limit: LimitOwnerSessions, Max: ownerMax, RetryAfter: s.retryLocked(owner, now),
+			msg: fmt.Sprintf("%v: %d sessions of this key are open, its max_sessions; end one (DELETE /v1/sessions/{id}) or wait until one has been idle for its idle timeout",
+				ErrTooManySessions, n)}
+	}
+	if n := len(s.sessions); n >= s.opts.MaxSessions {
+		return nil, &LimitError{Limit: LimitServerSessions, Max: s.opts.MaxSessions, RetryAfter: s.retryLocked("", now),
+			msg: fmt.Sprintf("%v: %d sessions are open, the most allowed; end one (DELETE /v1/sessions/{id}) or wait until one has been idle for %s",
+				ErrTooManySessions, n, s.opts.IdleTimeout)}
+	}
+	if total := s.totalLocked(); total >= s.opts.MaxTotalBytes {
+		return nil, fmt.Errorf("%w: %s of %s used; end a session to free space",
+			ErrDiskFull, mib(total), mib(s.opts.MaxTotalBytes))
+	}
+	e, err := s.create(id)
+	if err != nil {
+		return nil, err
+	}
+	e.key, e.owner, e.created, e.ttl = k, owner, now, s.opts.IdleTimeout
+	s.sessions[k] = e
+	s.owned[owner]++
+	s.live++
 	return e, nil
+}
+
+// retryLocked is the time until the first idle session of owner (of
+// anyone when owner is empty) expires: when a session cap may let a new
+// one in.
+func (s *Store) retryLocked(owner string, now time.Time) time.Duration {
+	best := time.Duration(-1)
+	for _, e := range s.sessions {
+		if (owner != "" && e.owner != owner) || e.busy > 0 {
+			continue
+		}
+		if d := e.lastUsed.Add(e.ttl).Sub(now); best < 0 || d < best {
+			best = d
+		}
+	}
+	if best < 0 {
+		// Every session is in use: its idle time starts when its call
+		// ends.
+		return s.opts.IdleTimeout
+	}
+	return max(best, time.Second)
 }
 
 // create makes the workspace of a new session. Called with s.mu held:
@@ -384,10 +526,26 @@ func (s *Store) DeleteContext(ctx context.Context, id string) error {
 	if err := execute.ValidateSessionID(id); err != nil {
 		return err
 	}
+	k := key(ctx, id)
 	s.mu.Lock()
-	e := s.sessions[key(ctx, id)]
+	now := s.opts.now()
+	e := s.sessions[k]
+	if e != nil && s.dueLocked(e, now) {
+		// Expired; the reaper has not come by yet.
+		if s.expireLocked(e, now) {
+			defer s.destroy(e)
+		}
+		e = nil
+	}
 	if e == nil {
+		at, ok := s.expiredLocked(k, now)
+		// Deleting an expired session acknowledges it: the next call
+		// starts it anew without a word.
+		delete(s.expired, k)
 		s.mu.Unlock()
+		if ok {
+			return &ExpiredError{ID: id, At: at}
+		}
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	gone := s.endLocked(e)
@@ -402,6 +560,9 @@ func (s *Store) DeleteContext(ctx context.Context, id string) error {
 // at once (no call uses it).
 func (s *Store) endLocked(e *entry) bool {
 	delete(s.sessions, e.key)
+	if s.owned[e.owner]--; s.owned[e.owner] <= 0 {
+		delete(s.owned, e.owner)
+	}
 	e.ended = true
 	return e.busy == 0
 }
@@ -473,15 +634,69 @@ func (s *Store) Sweep() {
 // sweepLocked ends idle sessions and returns those to destroy. Sessions in
 // use never expire.
 func (s *Store) sweepLocked(now time.Time) []*entry {
-	var gone []*entry
+	var due []*entry
 	for _, e := range s.sessions {
-		if e.busy == 0 && now.Sub(e.lastUsed) >= s.opts.IdleTimeout {
-			if s.endLocked(e) {
-				gone = append(gone, e)
-			}
+		if s.dueLocked(e, now) {
+			due = append(due, e)
+		}
+	}
+	// Remembered in the order they expired, so that the latest are the
+	// ones kept.
+	slices.SortFunc(due, func(a, b *entry) int { return a.lastUsed.Add(a.ttl).Compare(b.lastUsed.Add(b.ttl)) })
+	var gone []*entry
+	for _, e := range due {
+		if s.expireLocked(e, now) {
+			gone = append(gone, e)
 		}
 	}
 	return gone
+}
+
+// dueLocked reports whether e has been idle for its idle timeout.
+func (s *Store) dueLocked(e *entry, now time.Time) bool {
+	return e.busy == 0 && now.Sub(e.lastUsed) >= e.ttl
+}
+
+// expireLocked ends e as expired, remembering it for a while, and
+// reports whether it can be destroyed at once.
+func (s *Store) expireLocked(e *entry, now time.Time) bool {
+	s.rememberLocked(e.key, e.lastUsed.Add(e.ttl), now)
+	return s.endLocked(e)
+}
+
+// expiredKey is one remembered expiry, in the order they happened.
+type expiredKey struct {
+	key string
+	at  time.Time
+}
+
+// rememberLocked records that the session of key expired at at, and
+// forgets the expiries older than Options.RememberExpiredFor or beyond
+// Options.RememberExpired.
+func (s *Store) rememberLocked(key string, at, now time.Time) {
+	s.expired[key] = at
+	s.expiredOrder = append(s.expiredOrder, expiredKey{key, at})
+	drop := 0
+	for _, x := range s.expiredOrder {
+		if len(s.expiredOrder)-drop <= s.opts.RememberExpired && now.Sub(x.at) < s.opts.RememberExpiredFor {
+			break
+		}
+		if s.expired[x.key].Equal(x.at) {
+			delete(s.expired, x.key)
+		}
+		drop++
+	}
+	s.expiredOrder = append(s.expiredOrder[:0:0], s.expiredOrder[drop:]...)
+}
+
+// expiredLocked returns when the session of key expired, if that is
+// remembered and recent.
+func (s *Store) expiredLocked(key string, now time.Time) (time.Time, bool) {
+	at, ok := s.expired[key]
+	if !ok || now.Sub(at) >= s.opts.RememberExpiredFor {
+		return time.Time{}, false
+	}
+	return at, true
 }
 
 // Close ends every session and removes its workspace; the workspaces of

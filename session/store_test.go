@@ -209,6 +209,12 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("a session in use expired: %v", err)
 	}
 	busy.Release()
+	// The first call naming it is told that it expired, once; the next
+	// starts it anew, without the old files.
+	var ee *ExpiredError
+	if _, err := run(t, s, ex, "old", "read f"); !errors.As(err, &ee) || !errors.Is(err, ErrNotFound) || ee.ID != "old" {
+		t.Fatalf("call naming an expired session: %v, want an *ExpiredError", err)
+	}
 	if got := mustRun(t, s, ex, "old", "read f").Stdout; got != "missing" {
 		t.Errorf("an expired session came back with its files: %q", got)
 	}

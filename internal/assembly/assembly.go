@@ -293,12 +293,13 @@ func (p *Parts) DiskSessions(dir func() (string, error)) (*session.PersistentSto
 func sessionOptions(cfg *config.Config, dir string, log *slog.Logger) session.Options {
 	sc := cfg.Sessions
 	return session.Options{
-		Dir:           dir,
-		IdleTimeout:   sc.IdleTimeout.Std(),
-		MaxSessions:   sc.MaxCount,
-		MaxBytes:      int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
-		MaxTotalBytes: int64(sc.MaxDiskMB) * sandbox.MiB,
-		Logger:        log,
+		Dir:            dir,
+		IdleTimeout:    sc.IdleTimeout.Std(),
+		MaxIdleTimeout: sc.MaxIdleTimeout.Std(),
+		MaxSessions:    sc.MaxCount,
+		MaxBytes:       int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
+		MaxTotalBytes:  int64(sc.MaxDiskMB) * sandbox.MiB,
+		Logger:         log,
 	}
 }
 
@@ -309,7 +310,7 @@ type BrokenEngine struct{ Err error }
 var _ judge.Engine = BrokenEngine{}
 
 // Prepare fails with the reason there is no engine.
-func (b BrokenEngine) Prepare(context.Context, string, string) (judge.Program, error) {
+func (b BrokenEngine) Prepare(context.Context, string, string, judge.ProgramOptions) (judge.Program, error) {
 	return nil, fmt.Errorf("the judge is unavailable: %w", b.Err)
 }
 

@@ -80,6 +80,7 @@ func init() {
 		{"doctor", "show what works on this machine: backends, isolation, toolchains", (*App).doctorCmd},
 		{"langs", "list the languages and whether their toolchains are available", (*App).langsCmd},
 		{"version", "print the version and commit", (*App).versionCmd},
+		{"keyhash", "print the SHA-256 of an API key for server.api_keys, or make a key", (*App).keyhashCmd},
 		{"mcp", "serve the MCP tools execute_code, judge_code and list_languages over stdio", (*App).mcpCmd},
 		{"init", "run a command as a container's init: forward signals, reap orphans", (*App).initCmd},
 	}
@@ -195,16 +196,22 @@ func (a *App) flagSet(name, args, about string, withBackend bool) (*flag.FlagSet
 // parse parses args and reports a bad flag in one line naming it. done is
 // true when the command must return code at once (after -h or an error).
 func (a *App) parse(fs *flag.FlagSet, c *common, args []string) (pos []string, code int, done bool) {
-	pos, err := parseArgs(fs, args)
+	pos, rest, code, done := a.parseDash(fs, c, args)
+	return append(pos, rest...), code, done
+}
+
+// parseDash is parse keeping apart the arguments after "--" (rest).
+func (a *App) parseDash(fs *flag.FlagSet, c *common, args []string) (pos, rest []string, code int, done bool) {
+	pos, rest, err := parseArgsDash(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		c.usage()
-		return nil, ExitOK, true
+		return nil, nil, ExitOK, true
 	case err != nil:
 		name := strings.TrimPrefix(fs.Name(), "coderunner ")
-		return nil, a.fail(name, "%s (see coderunner %s -h)", dashes(err.Error()), name), true
+		return nil, nil, a.fail(name, "%s (see coderunner %s -h)", dashes(err.Error()), name), true
 	}
-	return pos, 0, false
+	return pos, rest, 0, false
 }
 
 var singleDash = regexp.MustCompile(`(^|: | for | flag )-([A-Za-z])`)

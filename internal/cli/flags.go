@@ -82,24 +82,103 @@ func readFileBounded(path string, max int64) ([]byte, error) {
 // package alone does not allow. A lone "-" is a positional argument and
 // "--" ends the flags.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+	pos, rest, err := parseArgsDash(fs, args)
+	return append(pos, rest...), err
+}
+
+// parseArgsDash is parseArgs keeping apart what follows "--": pos are
+// the positional arguments before it, rest those after it.
+func parseArgsDash(fs *flag.FlagSet, args []string) (pos, rest []string, err error) {
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
+		left := fs.Args()
+		if len(left) == 0 {
+			return pos, nil, nil
 		}
 		// flag stops at the first positional argument, or after a "--"
 		// that it drops; only the consumed arguments tell which.
-		consumed := args[:len(args)-len(rest)]
+		consumed := args[:len(args)-len(left)]
 		if n := len(consumed); n > 0 && consumed[n-1] == "--" && (n < 2 || !wantsValue(fs, consumed[n-2])) {
-			return append(pos, rest...), nil
+			return pos, left, nil
 		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+		pos = append(pos, left[0])
+		args = left[1:]
 	}
+}
+
+// fileAndArgs splits the positional arguments of run and judge: one FILE,
+// then the program's arguments after "--". With nothing before "--", the
+// first argument after it is the FILE (a file name that starts with "-").
+func fileAndArgs(pos, rest []string) (file string, args []string, err error) {
+	if len(pos) == 0 && len(rest) > 0 {
+		pos, rest = rest[:1], rest[1:]
+	}
+	switch {
+	case len(pos) == 0:
+		return "", nil, errors.New("missing FILE (or - to read the code from stdin)")
+	case len(pos) > 1:
+		return "", nil, fmt.Errorf("one FILE only, got %d arguments: %s (the program's arguments go after --)", len(pos), strings.Join(pos, " "))
+	}
+	return pos[0], rest, nil
+}
+
+// listFlag is a flag given any number of times, each value kept in order
+// (--compiler-flag -O0 --compiler-flag -DX=3).
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, " ") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// envFlag is --env NAME=VALUE, given any number of times; a NAME given
+// twice is refused rather than one value silently winning.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return "" }
+
+func (e envFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	switch {
+	case !ok:
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	case name == "":
+		return fmt.Errorf("%q has an empty NAME", v)
+	}
+	if _, dup := e[name]; dup {
+		return fmt.Errorf("%s is given twice", name)
+	}
+	e[name] = value
+	return nil
+}
+
+// programFlags are the flags run and judge share for what a request adds
+// to its code.
+type programFlags struct {
+	compilerFlags listFlag
+	env           envFlag
+}
+
+// add defines --compiler-flag and --env on fs.
+func (p *programFlags) add(fs *flag.FlagSet) {
+	p.env = envFlag{}
+	fs.Var(&p.compilerFlags, "compiler-flag", "add `FLAG` to the compile step of a compiled language, its value attached "+
+		"(-O0, -std=c99, -DX=3, -Wall, --release=17); repeatable; only flags of the language's allow-list "+
+		"(coderunner langs --json) are accepted, and none that names a file or a program")
+	fs.Var(p.env, "env", "set `NAME=VALUE` in the program's environment; repeatable; NAME matches ^[A-Z_][A-Z0-9_]*$, and PATH, "+
+		"HOME, TMPDIR, LANG, LC_ALL, LD_*, CODERUNNER_*, the language's own variables and the server's are refused")
+}
+
+// envMap is the --env variables, or nil when none was given.
+func (p *programFlags) envMap() map[string]string {
+	if len(p.env) == 0 {
+		return nil
+	}
+	return map[string]string(p.env)
 }
 
 // wantsValue reports whether arg is a flag that takes the next argument as

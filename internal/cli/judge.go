@@ -47,10 +47,12 @@ type judgeFlags struct {
 	cpus      float64
 	compare   string
 	parallel  int
+	program   programFlags
+	args      []string
 }
 
 func (a *App) judgeCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("judge", "--tests TESTS FILE|-", judgeAbout, true)
+	fs, c := a.flagSet("judge", "--tests TESTS FILE|- [-- ARGS...]", judgeAbout, true)
 	var f judgeFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
@@ -61,16 +63,18 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	fs.Float64Var(&f.cpus, "cpus", judge.DefaultCPULimit, "CPU bandwidth of each test in `CORES`")
 	fs.StringVar(&f.compare, "compare", judge.CompareNormalized, "output comparison `MODE`: normalized, exact, tokens or float:EPS")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
+	f.program.add(fs)
 
-	pos, code, done := a.parse(fs, c, args)
+	pos, rest, code, done := a.parseDash(fs, c, args)
 	if done {
 		return code
 	}
+	file, progArgs, err := fileAndArgs(pos, rest)
+	if err != nil {
+		return a.fail("judge", "%v", err)
+	}
+	f.args = progArgs
 	switch {
-	case len(pos) == 0:
-		return a.fail("judge", "missing FILE (or - to read the code from stdin)")
-	case len(pos) > 1:
-		return a.fail("judge", "one FILE only, got %d arguments: %s", len(pos), strings.Join(pos, " "))
 	case f.tests == "":
 		return a.fail("judge", "--tests: the tests file is required")
 	case f.parallel < 1 || f.parallel > 64:
@@ -85,7 +89,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		return a.fail("judge", "--config: %v", err)
 	}
 
-	req, code, ok := a.judgeRequest(c, &f, pos[0], langs)
+	req, code, ok := a.judgeRequest(c, &f, file, langs)
 	if !ok {
 		return code
 	}
@@ -126,6 +130,7 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 	var err error
 	var src []byte
 	var language string
+	var l *lang.Language
 	if file == "-" {
 		if f.lang == "" {
 			return req, a.fail("judge", "--lang: needed when the code comes from stdin"), false
@@ -139,17 +144,20 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 	}
 	switch {
 	case f.lang != "":
-		l, err := langs.Lookup(f.lang)
+		l, err = langs.Lookup(f.lang)
 		if err != nil {
 			return req, a.fail("judge", "--lang: %v", err), false
 		}
 		language = l.ID
 	default:
-		l, err := langs.ForFile(file)
+		l, err = langs.ForFile(file)
 		if err != nil {
 			return req, a.fail("judge", "--lang: %v", err), false
 		}
 		language = l.ID
+	}
+	if err := checkProgramFlags(l, f.args, f.program.compilerFlags, f.program.envMap()); err != nil {
+		return req, a.fail("judge", "%v", err), false
 	}
 
 	raw, err := readFileBounded(f.tests, maxTestsFile)
@@ -183,6 +191,10 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 		CPULimit:       f.cpus,
 		Compare:        f.compare,
 		Subtasks:       subtasks,
+
+		Args:          f.args,
+		CompilerFlags: f.program.compilerFlags,
+		Env:           f.program.envMap(),
 	}
 	if err := req.WithDefaults().Validate(); err != nil {
 		res := judge.InvalidRequestResult(req.RequestID, err, 0)

@@ -19,6 +19,9 @@ type langInfo struct {
 	Available  bool     `json:"available"`
 	Version    string   `json:"version,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
+	// CompilerFlags is the allow-list of --compiler-flag: regular
+	// expressions a whole flag must match.
+	CompilerFlags []string `json:"compiler_flags,omitempty"`
 }
 
 // discoverAll finds every language's toolchain, concurrently since each
@@ -38,6 +41,8 @@ func discoverAll(ctx context.Context, t *lang.Table) []langInfo {
 				Available:  tc.Available,
 				Version:    tc.Version,
 				Reason:     tc.Reason,
+
+				CompilerFlags: l.CompilerFlagRules(),
 			}
 		})
 	}

@@ -15,12 +15,15 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
 const runAbout = `Execute one program in the sandbox, under limits.
-The code comes from FILE, or from standard input with "-" (then --lang is needed).
+The code comes from FILE, or from standard input with "-" (then --lang is needed);
+arguments after -- are the program's (coderunner run main.py -- a b).
 Compiled languages are compiled first under the compile limits (30 s, 512 MB);
 --timeout covers the run only.
 
@@ -41,10 +44,12 @@ type runFlags struct {
 	maxOutput int
 	session   string
 	rawOutput bool
+	program   programFlags
+	args      []string
 }
 
 func (a *App) runCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("run", "FILE|-", runAbout, true)
+	fs, c := a.flagSet("run", "FILE|- [-- ARGS...]", runAbout, true)
 	var f runFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.stdin, "stdin", "", "`FILE` given to the program as standard input (- for coderunner's own stdin; default: empty)")
@@ -63,20 +68,20 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 		"one run at a time per session; removed after sessions.idle_timeout unused)")
 	fs.BoolVar(&f.rawOutput, "raw-output", false, "pass the program's control characters and escape sequences through to a terminal "+
 		"(by default, on a terminal, they are shown as \\x1b, \\u009b and the like, so that the program cannot drive the terminal)")
+	f.program.add(fs)
 
-	pos, code, done := a.parse(fs, c, args)
+	pos, rest, code, done := a.parseDash(fs, c, args)
 	if done {
 		return code
 	}
 	if !f.rawOutput {
 		defer a.sanitizeTerminals()()
 	}
-	switch {
-	case len(pos) == 0:
-		return a.fail("run", "missing FILE (or - to read the code from stdin)")
-	case len(pos) > 1:
-		return a.fail("run", "one FILE only, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	file, progArgs, err := fileAndArgs(pos, rest)
+	if err != nil {
+		return a.fail("run", "%v", err)
 	}
+	f.args = progArgs
 	cfg, log, err := a.setup(fs, c)
 	if err != nil {
 		return a.fail("run", "%v", err)
@@ -86,7 +91,7 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 		return a.fail("run", "--config: %v", err)
 	}
 
-	req, err := a.runRequest(fs, &f, cfg, langs, pos[0])
+	req, err := a.runRequest(fs, &f, cfg, langs, file)
 	if err != nil {
 		return a.fail("run", "%v", err)
 	}
@@ -157,21 +162,27 @@ func (a *App) sessionDir() (string, error) {
 // defaults and the code. Its errors name the flag at fault.
 func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, langs *lang.Table, file string) (execute.Request, error) {
 	var req execute.Request
+	var l *lang.Language
 	fromStdin := file == "-"
 	switch {
 	case f.lang != "":
-		if _, err := langs.Lookup(f.lang); err != nil {
+		var err error
+		if l, err = langs.Lookup(f.lang); err != nil {
 			return req, fmt.Errorf("--lang: %w", err)
 		}
 		req.Language = f.lang
 	case fromStdin:
 		return req, errors.New("--lang is required when the code comes from stdin (-)")
 	default:
-		l, err := langs.ForFile(file)
-		if err != nil {
+		var err error
+		if l, err = langs.ForFile(file); err != nil {
 			return req, fmt.Errorf("%w; name it with --lang", err)
 		}
 		req.Language = l.ID
+	}
+	req.Args, req.CompilerFlags, req.Env = f.args, f.program.compilerFlags, f.program.envMap()
+	if err := checkProgramFlags(l, req.Args, req.CompilerFlags, req.Env); err != nil {
+		return req, err
 	}
 
 	limits, err := runLimits(fs, f, cfg)
@@ -216,6 +227,26 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 		req.Stdin = string(in)
 	}
 	return req, nil
+}
+
+// checkProgramFlags checks the program's arguments, compiler flags and
+// environment for l, naming the flag at fault.
+func checkProgramFlags(l *lang.Language, args, flags []string, env map[string]string) error {
+	err := runner.CheckOptions(l, judge.ProgramOptions{CompilerFlags: flags, Args: args, Env: env})
+	var oe *lang.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	switch {
+	case strings.HasPrefix(oe.Field, "compiler_flags"):
+		return fmt.Errorf("--compiler-flag: %s", oe.Reason)
+	case strings.HasPrefix(oe.Field, "env"):
+		if name := strings.TrimPrefix(strings.TrimPrefix(oe.Field, "env"), "."); name != "" {
+			return fmt.Errorf("--env %s: %s", name, oe.Reason)
+		}
+		return fmt.Errorf("--env: %s", oe.Reason)
+	}
+	return fmt.Errorf("the program's arguments (after --): %w", oe)
 }
 
 // limitFlags maps the fields of ExecutionLimits to the flag that sets

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,14 +25,19 @@ import (
 )
 
 const serveAbout = `Serve the HTTP API: POST /execute (reported to the control plane),
-POST /v1/run (with session_id), DELETE /v1/sessions/{id}, POST /v1/judge,
-/mcp (MCP streamable HTTP), GET /health, GET /metrics and
-GET /openapi.yaml. Logs are JSON lines on stderr.
+POST /v1/run (with session_id), GET /v1/sessions, GET and DELETE
+/v1/sessions/{id}, POST /v1/judge, /mcp (MCP streamable HTTP),
+GET /health, GET /metrics and GET /openapi.yaml. Logs are JSON lines on
+stderr.
 
 Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on every
 endpoint but /health, /metrics and /openapi.yaml; several separated by
 commas, each with its own sessions; required, or serve refuses to start,
-when --addr is not loopback or CONTROL_PLANE_URL is set),
+when --addr is not loopback or CONTROL_PLANE_URL is set, unless API keys
+are configured: server.api_keys or CODERUNNER_SERVER_API_KEYS_FILE, each
+key named in logs and metrics, with its own sessions and optional limits
+on requests per second, concurrent executions and sessions; coderunner
+keyhash makes their digests),
 CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
 heartbeats, ready and exited), CONTAINER_ID (default: the host name),
 POD_NAME, RESULTS_DIR (undelivered results, default /tmp/results), and
@@ -166,6 +172,7 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 		Runner:            parts.Runner(),
 		Logger:            log,
 		APITokens:         cfg.Server.APITokens(),
+		APIKeys:           apiKeys(cfg.Server.Keys()),
 		AllowedHosts:      cfg.Server.AllowedHostList(),
 		MaxConcurrent:     cfg.Server.MaxConcurrent,
 		QueueSize:         cfg.Server.QueueSize,
@@ -237,10 +244,10 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config, addr string, slots, queue 
 // keeps strangers out: on an address other machines can reach, and with a
 // control plane, which believes every result /execute reports.
 func needToken(addr string, cfg *config.Config) error {
-	if len(cfg.Server.APITokens()) > 0 {
+	if cfg.Server.HasCredentials() {
 		return nil
 	}
-	const set = "set CODERUNNER_API_TOKEN (server.api_token) to a long random secret"
+	const set = "set CODERUNNER_API_TOKEN (server.api_token) to a long random secret, or give keys in server.api_keys"
 	if cfg.ControlPlane.URL != "" {
 		return fmt.Errorf("control_plane.url (CONTROL_PLANE_URL) is set, and without an API token anyone who reaches this service could make it report a result for any execution_id: %s", set)
 	}
@@ -248,6 +255,19 @@ func needToken(addr string, cfg *config.Config) error {
 		return fmt.Errorf("--addr %s is not a loopback address, and without an API token anyone who reaches it could run code here: %s, or listen on 127.0.0.1", addr, set)
 	}
 	return nil
+}
+
+// apiKeys are the configuration's API keys as the server takes them. The
+// digests were checked when the configuration was loaded.
+func apiKeys(keys []config.APIKey) []httpapi.APIKey {
+	out := make([]httpapi.APIKey, 0, len(keys))
+	for _, k := range keys {
+		hk := httpapi.APIKey{Name: k.Name, RequestsPerSecond: k.RequestsPerSecond, Burst: k.Burst,
+			MaxConcurrent: k.MaxConcurrent, MaxSessions: k.MaxSessions}
+		_, _ = hex.Decode(hk.SHA256[:], []byte(k.KeySHA256))
+		out = append(out, hk)
+	}
+	return out
 }
 
 // newReporter builds the control plane reporter from the configuration.

@@ -38,6 +38,16 @@ type Server struct {
 	// serve refuses to start without one when Addr is not loopback or the
 	// control plane is configured.
 	APIToken Secret `yaml:"api_token"`
+	// APIKeys are the API keys of the clients, each with a name and its
+	// own limits, stored as SHA-256 digests (see APIKey). They work beside
+	// APIToken.
+	APIKeys []APIKey `yaml:"api_keys"`
+	// APIKeysFile is a YAML file holding more keys, as "api_keys: [...]"
+	// with the items of APIKeys; it is read when the configuration is
+	// loaded (CODERUNNER_SERVER_API_KEYS_FILE).
+	APIKeysFile string `yaml:"api_keys_file"`
+	// fileKeys are the keys read from APIKeysFile.
+	fileKeys []APIKey
 	// MaxConcurrent is the number of executions running at once; 0 means
 	// the number of CPUs.
 	MaxConcurrent int `yaml:"max_concurrent"`
@@ -67,6 +77,37 @@ type Server struct {
 	// IdleTimeout closes a kept-alive connection idle for this long.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 }
+
+// APIKey is one client's key: the client sends the key as
+// "Authorization: Bearer <key>", the server keeps only its digest.
+type APIKey struct {
+	// Name identifies the client in logs and metrics, and owns its
+	// sessions; unique, ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$.
+	Name string `yaml:"name"`
+	// KeySHA256 is the SHA-256 of the key, 64 hex digits (coderunner
+	// keyhash makes it).
+	KeySHA256 string `yaml:"key_sha256"`
+	// RequestsPerSecond and Burst bound the key's requests with a token
+	// bucket: Burst requests at once, refilled at RequestsPerSecond; 0
+	// means no bound. Burst defaults to RequestsPerSecond rounded up.
+	RequestsPerSecond float64 `yaml:"requests_per_second"`
+	Burst             int     `yaml:"burst"`
+	// MaxConcurrent bounds the key's executions running or waiting for a
+	// slot at once (and its MCP calls); 0 means no bound.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxSessions bounds the key's open sessions; 0 means only the
+	// server's sessions.max_count.
+	MaxSessions int `yaml:"max_sessions"`
+}
+
+// Bounds of the API keys.
+const (
+	// MaxAPIKeys bounds the keys, and so the series of the metrics
+	// labelled by key name.
+	MaxAPIKeys = 1000
+	// MaxKeyRate bounds requests_per_second and burst.
+	MaxKeyRate = 100000
+)
 
 // The largest server.max_concurrent and server.queue_size.
 const (
@@ -269,6 +310,9 @@ type Sessions struct {
 	MaxCount int `yaml:"max_count"`
 	// MaxDiskMB caps the disk used by all sessions together.
 	MaxDiskMB int `yaml:"max_disk_mb"`
+	// MaxIdleTimeout is the longest idle timeout a request may give its
+	// session (session_ttl_seconds); at least IdleTimeout.
+	MaxIdleTimeout Duration `yaml:"max_idle_timeout"`
 }
 
 // Default returns the configuration used when nothing is set.
@@ -343,6 +387,9 @@ func Default() *Config {
 			IdleTimeout: Duration(30 * time.Minute),
 			MaxCount:    100,
 			MaxDiskMB:   4096,
+			// A day: a session may span a working day's pauses, and
+			// sessions.max_count and max_disk_mb bound what idle ones hold.
+			MaxIdleTimeout: Duration(24 * time.Hour),
 		},
 	}
 }
@@ -350,6 +397,15 @@ func Default() *Config {
 // LanguageTable builds the language table: the embedded recipes with the
 // languages section's overrides.
 func (c *Config) LanguageTable() (*lang.Table, error) { return lang.New(c.Languages) }
+
+// Keys are the API keys of server.api_keys and then those of
+// server.api_keys_file (read by Load).
+func (s *Server) Keys() []APIKey {
+	return append(append([]APIKey(nil), s.APIKeys...), s.fileKeys...)
+}
+
+// HasCredentials reports whether any API token or key is set.
+func (s *Server) HasCredentials() bool { return len(s.APITokens()) > 0 || len(s.Keys()) > 0 }
 
 // APITokens are the tokens of server.api_token, split at commas.
 func (s *Server) APITokens() []string { return splitList(string(s.APIToken)) }

@@ -33,7 +33,7 @@ type leaf struct {
 }
 
 // leaves lists the settable values under v, in field order. The languages
-// map is not one of them.
+// map and the lists (server.api_keys) are not among them.
 func leaves(v reflect.Value, prefix string) []leaf {
 	var out []leaf
 	t := v.Type()
@@ -44,7 +44,9 @@ func leaves(v reflect.Value, prefix string) []leaf {
 		}
 		fv := v.Field(i)
 		switch {
-		case fv.Kind() == reflect.Map:
+		case fv.Kind() == reflect.Map, fv.Kind() == reflect.Slice:
+			// The languages and the API keys: set in the file (the keys
+			// also in server.api_keys_file).
 			continue
 		case fv.Kind() == reflect.Struct:
 			out = append(out, leaves(fv, prefix+name+".")...)

@@ -68,6 +68,9 @@ func parse(data []byte, env func(string) (string, bool), images map[string]strin
 	if err := applyEnv(c, env); err != nil {
 		return nil, err
 	}
+	if err := c.Server.loadKeysFile(); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,11 +109,27 @@ func decode(data []byte, c *Config) error {
 // checkKeys walks a mapping against the struct it decodes into and names
 // the first unknown key with its full path (limits.run.timout).
 func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
-	if t.Kind() != reflect.Struct || t == reflect.TypeOf(Duration(0)) {
-		return nil
-	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
+	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		// A list of sections, such as server.api_keys.
+		name := strings.TrimSuffix(prefix, ".")
+		if n.Kind != yaml.SequenceNode {
+			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+				return nil
+			}
+			return fmt.Errorf("line %d: %s must be a list", n.Line, name)
+		}
+		for i, item := range n.Content {
+			if err := checkKeys(item, t.Elem(), fmt.Sprintf("%s[%d].", name, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if t.Kind() != reflect.Struct || t == reflect.TypeOf(Duration(0)) {
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
 		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {

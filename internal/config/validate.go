@@ -100,6 +100,9 @@ func (s *Server) validateWeb() error {
 	if s.APIToken != "" && len(s.APITokens()) == 0 {
 		return fmt.Errorf("server.api_token: holds no token (only commas and spaces)")
 	}
+	if err := s.validateKeys(); err != nil {
+		return err
+	}
 	return firstErr(
 		durRange("server.read_timeout", s.ReadTimeout, time.Second, time.Hour),
 		durRange("server.write_timeout", s.WriteTimeout, time.Second, time.Hour),
@@ -215,5 +218,6 @@ func (s *Sessions) validate() error {
 		durRange("sessions.idle_timeout", s.IdleTimeout, time.Minute, 7*24*time.Hour),
 		intRange("sessions.max_count", s.MaxCount, 0, 100000),
 		intRange("sessions.max_disk_mb", s.MaxDiskMB, 1, 1<<20),
+		durRange("sessions.max_idle_timeout", s.MaxIdleTimeout, max(time.Minute, s.IdleTimeout.Std()), 7*24*time.Hour),
 	)
 }
