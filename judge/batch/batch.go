@@ -62,6 +62,9 @@ type Options struct {
 	// Skip is how many lines of the input were judged by an earlier run
 	// (their results are already written): they are read and not judged.
 	Skip int
+	// Check, when set, is given each skipped line: an error stops Run
+	// (the results were written for another input).
+	Check func(line int, raw []byte) error
 	// Summary receives every result written, and is returned by Run; nil
 	// makes a new one.
 	Summary *Summary
@@ -223,6 +226,11 @@ func readLines(ctx context.Context, in io.Reader, opts Options, hand func(*job) 
 			return fmt.Errorf("reading line %d: %w", n, err)
 		}
 		if n <= opts.Skip {
+			if opts.Check != nil && err == nil {
+				if err := opts.Check(n, raw); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err == nil && len(bytes.TrimSpace(raw)) == 0 {
@@ -285,11 +293,14 @@ func decodeLine(raw []byte, opts Options, sets map[string][]judge.TestCase) (jud
 	var l Line
 	dec := strictjson.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&l); err != nil {
+		// What can be read of it names it in the result.
 		var id struct {
 			RequestID string `json:"request_id"`
+			Language  string `json:"language"`
+			ProblemID string `json:"problem_id"`
 		}
 		_ = json.Unmarshal(raw, &id)
-		return judge.ExecutionRequest{RequestID: id.RequestID}, "", strictjson.Explain(err, raw, &l)
+		return judge.ExecutionRequest{RequestID: id.RequestID, Language: id.Language}, id.ProblemID, strictjson.Explain(err, raw, &l)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return l.ExecutionRequest, l.ProblemID, errors.New("unexpected data after the request object")
