@@ -186,3 +186,40 @@ func TestJudgeBatchUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchExample judges examples/batch, a small set of problems with
+// Python and C++ samples (right, wrong, slow and one that does not
+// compile), and checks the summary against examples/batch/expected-summary.json.
+func TestBatchExample(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := filepath.Join("..", "..", "examples", "batch")
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	code, stdout, stderr := runCLI(t, "", "judge", "--batch", filepath.Join(dir, "solutions.jsonl"),
+		"--test-sets", filepath.Join(dir, "sets"), "--summary", summary)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if n := len(readResults(t, stdout)); n != 20 {
+		t.Errorf("%d results, want 20", n)
+	}
+	var got, want map[string]any
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	delete(got, "seconds")
+	delete(got, "per_second")
+	wb, err := os.ReadFile(filepath.Join(dir, "expected-summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(wb, &want); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
+		t.Errorf("summary\n%s\nwant\n%s", b, wb)
+	}
+}
