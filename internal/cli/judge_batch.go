@@ -53,76 +53,14 @@ func (b *batchFlags) set(fs *flag.FlagSet) bool {
 
 // judgeBatch is judge --batch.
 func (a *App) judgeBatch(ctx context.Context, fs *flag.FlagSet, c *common, f *judgeFlags, pos, rest []string) int {
-	explicit := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { explicit[fl.Name] = true })
-	switch {
-	case len(pos) > 0 || len(rest) > 0:
-		return a.fail("judge", "--batch takes no FILE or program arguments: each line carries its own")
-	case explicit["subtasks"] || explicit["lang"] || len(f.program.compilerFlags) > 0 || len(f.program.env) > 0:
-		return a.fail("judge", "--subtasks, --lang, --compiler-flag and --env go in each line of a --batch")
-	case f.batch.workers < 1 || f.batch.workers > 256:
-		return a.fail("judge", "--workers: %d is out of range 1..256", f.batch.workers)
-	case f.parallel < 1 || f.parallel > 64:
-		return a.fail("judge", "--parallel: %d is out of range 1..64", f.parallel)
+	if code, ok := a.checkBatchFlags(fs, f, pos, rest); !ok {
+		return code
 	}
-	if !explicit["parallel"] {
-		// The workers keep the cores busy; each request's tests run one
-		// at a time.
-		f.parallel = 1
+	bio, code, ok := a.openBatch(f)
+	if !ok {
+		return code
 	}
-	var defaultTests []judge.TestCase
-	if f.tests != "" {
-		raw, err := readFileBounded(f.tests, maxTestsFile)
-		if err != nil {
-			return a.fail("judge", "--tests: %v", err)
-		}
-		if defaultTests, err = decodeTests(raw); err != nil {
-			return a.fail("judge", "--tests: %s is not a JSON array of test cases: %v", f.tests, err)
-		}
-	}
-	var sets func(string) ([]judge.TestCase, error)
-	if f.batch.testSets != "" {
-		if st, err := os.Stat(f.batch.testSets); err != nil || !st.IsDir() {
-			return a.fail("judge", "--test-sets: %s is not a directory", f.batch.testSets)
-		}
-		dir := f.batch.testSets
-		sets = func(name string) ([]judge.TestCase, error) {
-			raw, err := readFileBounded(filepath.Join(dir, name+".json"), maxTestsFile)
-			if err != nil {
-				return nil, err
-			}
-			return decodeTests(raw)
-		}
-	}
-
-	var in io.Reader = a.Stdin
-	total := -1
-	if f.batch.input != "-" {
-		file, err := os.Open(f.batch.input)
-		if err != nil {
-			return a.fail("judge", "--batch: %v", err)
-		}
-		defer file.Close()
-		if total, err = countLines(file); err != nil {
-			return a.fail("judge", "--batch: %v", err)
-		}
-		in = file
-	}
-
-	sum := batch.NewSummary()
-	var out io.Writer = a.Stdout
-	var resumed []resumedLine
-	if f.batch.out != "" {
-		file, lines, err := openResumable(f.batch.out, sum)
-		if err != nil {
-			return a.fail("judge", "--out: %v", err)
-		}
-		defer file.Close()
-		out, resumed = file, lines
-		if len(resumed) > 0 {
-			fmt.Fprintf(a.Stderr, "coderunner judge: resuming after line %d (%d results in %s)\n", resumed[len(resumed)-1].line, len(resumed), f.batch.out)
-		}
-	}
+	defer bio.close()
 
 	cfg, log, err := a.setup(fs, c)
 	if err != nil {
@@ -147,10 +85,125 @@ func (a *App) judgeBatch(ctx context.Context, fs *flag.FlagSet, c *common, f *ju
 	defer parts.Close()
 	jopts := parts.JudgeOptions()
 	jopts.Parallel = f.parallel
-	j := parts.Judge(jopts)
-	judgeLine := func(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult {
-		if len(req.TestCases) == 0 && defaultTests != nil {
-			req.TestCases = defaultTests
+
+	opts := batch.Options{Judge: batchDefaults(parts.Judge(jopts), f, bio.defaultTests), Workers: f.batch.workers,
+		TestSets: bio.sets, Summary: bio.sum}
+	if n := len(bio.resumed); n > 0 {
+		opts.Skip = bio.resumed[n-1].line
+		opts.Check = checkResumed(bio.resumed, f.batch.out)
+	}
+	var bar *batchProgress
+	if isTerminal(a.Stderr) {
+		bar = &batchProgress{w: a.Stderr, total: bio.total - len(bio.resumed)}
+		opts.Progress = bar.update
+	}
+	_, runErr := batch.Run(ctx, bio.in, bio.out, opts)
+	if bar != nil {
+		bar.finish()
+	}
+	return a.finishBatch(ctx, f, bio.sum, runErr)
+}
+
+// checkBatchFlags refuses the flags and arguments a batch does not take,
+// and makes --parallel 1 unless it was given: the workers keep the cores
+// busy, each request's tests run one at a time.
+func (a *App) checkBatchFlags(fs *flag.FlagSet, f *judgeFlags, pos, rest []string) (int, bool) {
+	explicit := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { explicit[fl.Name] = true })
+	switch {
+	case len(pos) > 0 || len(rest) > 0:
+		return a.fail("judge", "--batch takes no FILE or program arguments: each line carries its own"), false
+	case explicit["subtasks"] || explicit["lang"] || len(f.program.compilerFlags) > 0 || len(f.program.env) > 0:
+		return a.fail("judge", "--subtasks, --lang, --compiler-flag and --env go in each line of a --batch"), false
+	case f.batch.workers < 1 || f.batch.workers > 256:
+		return a.fail("judge", "--workers: %d is out of range 1..256", f.batch.workers), false
+	case f.parallel < 1 || f.parallel > 64:
+		return a.fail("judge", "--parallel: %d is out of range 1..64", f.parallel), false
+	}
+	if !explicit["parallel"] {
+		f.parallel = 1
+	}
+	return 0, true
+}
+
+// batchIO is what a batch reads and writes.
+type batchIO struct {
+	in           io.Reader
+	total        int // non-blank input lines; -1 when unknown (stdin)
+	out          io.Writer
+	resumed      []resumedLine
+	sum          *batch.Summary
+	defaultTests []judge.TestCase
+	sets         func(string) ([]judge.TestCase, error)
+	closers      []io.Closer
+}
+
+func (b *batchIO) close() {
+	for _, c := range b.closers {
+		_ = c.Close()
+	}
+}
+
+// openBatch opens the input, the results file (reading what an earlier
+// run left there), --tests and --test-sets.
+func (a *App) openBatch(f *judgeFlags) (_ *batchIO, code int, ok bool) {
+	b := &batchIO{in: a.Stdin, total: -1, out: a.Stdout, sum: batch.NewSummary()}
+	fail := func(format string, args ...any) (*batchIO, int, bool) {
+		b.close()
+		return nil, a.fail("judge", format, args...), false
+	}
+	if f.tests != "" {
+		raw, err := readFileBounded(f.tests, maxTestsFile)
+		if err != nil {
+			return fail("--tests: %v", err)
+		}
+		if b.defaultTests, err = decodeTests(raw); err != nil {
+			return fail("--tests: %s is not a JSON array of test cases: %v", f.tests, err)
+		}
+	}
+	if dir := f.batch.testSets; dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fail("--test-sets: %s is not a directory", dir)
+		}
+		b.sets = func(name string) ([]judge.TestCase, error) {
+			raw, err := readFileBounded(filepath.Join(dir, name+".json"), maxTestsFile)
+			if err != nil {
+				return nil, err
+			}
+			return decodeTests(raw)
+		}
+	}
+	if f.batch.input != "-" {
+		file, err := os.Open(f.batch.input)
+		if err != nil {
+			return fail("--batch: %v", err)
+		}
+		b.closers = append(b.closers, file)
+		if b.total, err = countLines(file); err != nil {
+			return fail("--batch: %v", err)
+		}
+		b.in = file
+	}
+	if f.batch.out != "" {
+		file, lines, err := openResumable(f.batch.out, b.sum)
+		if err != nil {
+			return fail("--out: %v", err)
+		}
+		b.closers = append(b.closers, file)
+		b.out, b.resumed = file, lines
+		if n := len(lines); n > 0 {
+			fmt.Fprintf(a.Stderr, "coderunner judge: resuming after line %d (%d results in %s)\n", lines[n-1].line, n, f.batch.out)
+		}
+	}
+	return b, 0, true
+}
+
+// batchDefaults judges a line with j, giving it the flags' limits and
+// --tests where it has none of its own.
+func batchDefaults(j *judge.Judge, f *judgeFlags, tests []judge.TestCase) func(context.Context, judge.ExecutionRequest) judge.ExecutionResult {
+	return func(ctx context.Context, req judge.ExecutionRequest) judge.ExecutionResult {
+		if len(req.TestCases) == 0 && tests != nil {
+			req.TestCases = tests
 		}
 		if req.TimeoutMS == 0 {
 			req.TimeoutMS = f.timeoutMS
@@ -169,23 +222,11 @@ func (a *App) judgeBatch(ctx context.Context, fs *flag.FlagSet, c *common, f *ju
 		}
 		return j.Execute(ctx, req)
 	}
+}
 
-	var bar *batchProgress
-	if isTerminal(a.Stderr) {
-		bar = &batchProgress{w: a.Stderr, total: total - len(resumed)}
-	}
-	opts := batch.Options{Judge: judgeLine, Workers: f.batch.workers, TestSets: sets, Summary: sum}
-	if len(resumed) > 0 {
-		opts.Skip = resumed[len(resumed)-1].line
-		opts.Check = checkResumed(resumed, f.batch.out)
-	}
-	if bar != nil {
-		opts.Progress = bar.update
-	}
-	_, runErr := batch.Run(ctx, in, out, opts)
-	if bar != nil {
-		bar.finish()
-	}
+// finishBatch prints the summary, writes --summary and gives the exit
+// status.
+func (a *App) finishBatch(ctx context.Context, f *judgeFlags, sum *batch.Summary, runErr error) int {
 	sum.WriteText(a.Stderr)
 	if f.batch.summary != "" {
 		b, err := json.MarshalIndent(sum, "", "  ")
@@ -255,6 +296,10 @@ func openResumable(path string, sum *batch.Summary) (*os.File, []resumedLine, er
 	if err != nil {
 		return nil, nil, err
 	}
+	fail := func(err error) (*os.File, []resumedLine, error) {
+		_ = f.Close()
+		return nil, nil, err
+	}
 	var lines []resumedLine
 	br := bufio.NewReaderSize(f, 256<<10)
 	var good int64
@@ -264,26 +309,22 @@ func openResumable(path string, sum *batch.Summary) (*os.File, []resumedLine, er
 			break // a line without its newline was cut short
 		}
 		if err != nil {
-			f.Close()
-			return nil, nil, err
+			return fail(err)
 		}
 		var r batch.Result
 		if err := strictjson.Unmarshal(bytes.TrimSpace(raw), &r); err != nil || r.Line <= 0 ||
 			(len(lines) > 0 && r.Line <= lines[len(lines)-1].line) {
-			f.Close()
-			return nil, nil, fmt.Errorf("%s: line %d is not a result of coderunner judge --batch; remove the file or choose another --out", path, len(lines)+1)
+			return fail(fmt.Errorf("%s: line %d is not a result of coderunner judge --batch; remove the file or choose another --out", path, len(lines)+1))
 		}
 		lines = append(lines, resumedLine{line: r.Line, requestID: r.RequestID})
 		sum.AddResumed(r)
 		good += int64(len(raw))
 	}
 	if err := f.Truncate(good); err != nil {
-		f.Close()
-		return nil, nil, err
+		return fail(err)
 	}
 	if _, err := f.Seek(good, io.SeekStart); err != nil {
-		f.Close()
-		return nil, nil, err
+		return fail(err)
 	}
 	return f, lines, nil
 }

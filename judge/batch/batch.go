@@ -263,7 +263,6 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		if len(line)+len(chunk) <= maxLineBytes+1 {
 			line = append(line, chunk...)
 		} else {
-			line = line[:0:0]
 			// Keep reading to the end of the line, holding nothing.
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = br.ReadSlice('\n')

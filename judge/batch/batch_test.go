@@ -84,7 +84,7 @@ func TestResultsInInputOrder(t *testing.T) {
 		line("b", "ok", "python"),
 		"",
 		line("c", "bad", "cpp"),
-		`{"request_id":"d","code":"ok","language":"c","test_cases":[{"expected_ouput":"1"}]}`,
+		`{"request_id":"d","code":"ok","language":"c","test_cases":[{"expected_answer":"1"}]}`,
 		`not json`,
 		line("e", "ok", "c", `"problem_id":"p"`) + " trailing",
 		line("f", "ok", "cpp"),
@@ -115,7 +115,7 @@ func TestResultsInInputOrder(t *testing.T) {
 	if rs[0].RequestID != "a" || rs[0].Status != judge.StatusAllPassed || rs[2].Status != judge.StatusAllFailed || rs[2].Language != "cpp" {
 		t.Errorf("results %+v", rs[:3])
 	}
-	for i, want := range map[int]string{3: "test_cases[0].expected_ouput: unknown field", 4: "invalid character", 5: "unexpected data after the request object"} {
+	for i, want := range map[int]string{3: "test_cases[0].expected_answer: unknown field", 4: "invalid character", 5: "unexpected data after the request object"} {
 		r := rs[i]
 		if r.Status != judge.StatusSandboxError || r.ErrorInfo == nil || r.ErrorInfo.Code != judge.CodeValidationError || !strings.Contains(r.ErrorInfo.Message, want) {
 			t.Errorf("line %d: %+v", r.Line, r.ErrorInfo)
