@@ -343,7 +343,11 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/execute", s.handleExecute, false, true},
 		{http.MethodPost, "/v1/run", s.handleRun, false, true},
 		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
-		{http.MethodGet, "/v1/judge/{id}", s.handleGetSubmission, false, false},
+		// Every method, answering the others itself: a GET pattern
+		// would clash with the method-less 405 pattern of
+		// /v1/judge/batch.
+		{"", "/v1/judge/{id}", s.handleSubmission, false, false},
+		{http.MethodPost, "/v1/judge/batch", s.requireNDJSON(http.HandlerFunc(s.handleJudgeBatch)).ServeHTTP, false, false},
 		{http.MethodGet, "/v1/sessions", s.handleListSessions, false, false},
 		{http.MethodGet, "/v1/sessions/{id}", s.handleGetSession, false, false},
 		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},

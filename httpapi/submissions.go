@@ -602,6 +602,17 @@ func (sb *submissions) drain(deadline time.Time) <-chan struct{} {
 	return done
 }
 
+// handleSubmission is /v1/judge/{id}: GET (and HEAD) only.
+func (s *Server) handleSubmission(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			fmt.Sprintf("%s %s is not allowed; use GET, HEAD", r.Method, r.URL.Path))
+		return
+	}
+	s.handleGetSubmission(w, r)
+}
+
 // handleGetSubmission is GET /v1/judge/{id}: one of the caller's
 // submissions, until it expires. Another caller's is not found, as one
 // that never was.

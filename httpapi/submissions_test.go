@@ -502,3 +502,22 @@ func TestSubmissionsShareTheQueue(t *testing.T) {
 		<-rc.delivered
 	}
 }
+
+// TestSubmissionRouteMethods: /v1/judge/{id} takes GET only, and leaves
+// /v1/judge/batch to the batch endpoint.
+func TestSubmissionRouteMethods(t *testing.T) {
+	s := asyncServer(t, newBlockingJudge(), t.TempDir(), nil)
+	id := "/v1/judge/sub_" + strings.Repeat("a", 32)
+	if rec := do(t, s, "POST", id, "{}", nil); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+		t.Fatalf("POST %s: %d %q", id, rec.Code, rec.Header().Get("Allow"))
+	}
+	if rec := do(t, s, "DELETE", id, "", nil); rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("DELETE %s: %d", id, rec.Code)
+	}
+	if rec := do(t, s, "GET", "/v1/judge/batch", "", nil); rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Header().Get("Allow"), "POST") {
+		t.Fatalf("GET /v1/judge/batch: %d %q", rec.Code, rec.Header().Get("Allow"))
+	}
+	if rec := do(t, s, "GET", id, "", nil); rec.Code != http.StatusNotFound {
+		t.Fatalf("GET %s: %d", id, rec.Code)
+	}
+}
