@@ -35,7 +35,15 @@ policy, stop_at_first_failure}: the result then has a score.
 
 Without --json it shows progress on a terminal and a table at the end; with
 --json it prints the ExecutionResult. Exit status: 0 when every test passed,
-1 otherwise, 2 for bad usage or a refused request.`
+1 otherwise, 2 for bad usage or a refused request.
+
+With --batch FILE.jsonl (no FILE) it judges one request per line instead
+(request_id, problem_id, language, code, test_cases or test_set, and every
+other field of a judge request) and writes one result per line, in input
+order, to stdout or --out; the summary goes to stderr and, as JSON, to
+--summary. An interrupted batch resumes where it stopped when run again
+with the same --out. Exit status: 0 when every line was judged, 1 when
+writing failed, 2 for bad usage, 130 when interrupted.`
 
 // maxTestsFile bounds the tests file read from disk.
 const maxTestsFile = 64 << 20
@@ -53,10 +61,11 @@ type judgeFlags struct {
 	program   programFlags
 	args      []string
 	entry     string
+	batch     batchFlags
 }
 
 func (a *App) judgeCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("judge", "--tests TESTS FILE|DIR|-|FILE... [-- ARGS...]", judgeAbout, true)
+	fs, c := a.flagSet("judge", "--tests TESTS FILE|DIR|-|FILE... [-- ARGS...]  or  --batch FILE.jsonl [--out FILE]", judgeAbout, true)
 	var f judgeFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
@@ -69,10 +78,17 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
 	fs.StringVar(&f.entry, "entry", "", "with a DIR or several FILEs, the `PATH` (relative to the directory) of the file to compile or run")
 	f.program.add(fs)
+	f.batch.add(fs)
 
 	pos, rest, code, done := a.parseDash(fs, c, args)
 	if done {
 		return code
+	}
+	if f.batch.input != "" {
+		return a.judgeBatch(ctx, fs, c, &f, pos, rest)
+	}
+	if f.batch.set(fs) {
+		return a.fail("judge", "--out, --summary, --test-sets and --workers go with --batch")
 	}
 	files, progArgs, err := filesAndArgs(pos, rest)
 	if err != nil {
