@@ -167,3 +167,31 @@ func (p *Program) Close() error {
 	}
 	return nil
 }
+
+var _ judge.Invoker = (*Program)(nil)
+
+// Invoke runs the program once as inv says: its arguments after the
+// program's own, its files in the run's workspace (beside an interpreted
+// program's source), its streams; see judge.Invoker. The judge runs
+// checkers, interactors and interactive solutions this way.
+func (p *Program) Invoke(ctx context.Context, inv judge.Invocation) (*sandbox.Result, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	spec := p.spec(nil, inv.Limits)
+	spec.Args = append(spec.Args, inv.Args...)
+	for _, f := range inv.Files {
+		if slices.ContainsFunc(spec.Files, func(g sandbox.File) bool { return g.Path == f.Path }) {
+			return nil, fmt.Errorf("%w: file %s would replace the program's own", sandbox.ErrInvalidSpec, f.Path)
+		}
+		spec.Files = append(spec.Files, f)
+	}
+	spec.Stdin = inv.Stdin
+	spec.Stdout, spec.Stderr, spec.KeepOutput = inv.Stdout, inv.Stderr, inv.Keep
+	if p.series != nil {
+		return p.series.Run(ctx, spec)
+	}
+	return p.b.backend.Run(ctx, spec)
+}
