@@ -39,10 +39,6 @@ const (
 	ToolInputFile  = "input.txt"
 	ToolOutputFile = "output.txt"
 	ToolAnswerFile = "answer.txt"
-	// InteractorOutput is the OUTPUT argument of an interactor: its own
-	// standard error, which the judge keeps (bounded) as the test's
-	// checker_message.
-	InteractorOutput = "/dev/stderr"
 )
 
 // MaxCheckerMessageBytes bounds a test's checker_message: what a checker
@@ -77,6 +73,10 @@ type Invocation struct {
 	// Keep bounds how much of each stream the Result keeps; zero keeps
 	// everything up to Limits.OutputBytes.
 	Keep int64
+	// Collect, when set, names a file of the workspace the program may
+	// write (an interactor's OUTPUT): once the program ends, the first
+	// MaxCheckerMessageBytes bytes of it follow its stderr.
+	Collect string
 	// Limits bound the run.
 	Limits sandbox.Limits
 }

@@ -59,7 +59,8 @@ func (j *Judge) interact(ctx context.Context, req ExecutionRequest, tc TestCase,
 	})
 	wg.Go(func() {
 		intRes, intErr = t.prog.Invoke(ctx, Invocation{
-			Args:   []string{ToolInputFile, InteractorOutput},
+			Args:    []string{ToolInputFile, ToolOutputFile},
+			Collect: ToolOutputFile,
 			Files:  []sandbox.File{{Path: ToolInputFile, Content: []byte(tc.Input), Mode: 0o444}},
 			Stdin:  fromSolR,
 			Stdout: &forward{to: toSolW},
@@ -85,7 +86,7 @@ func (j *Judge) interact(ctx context.Context, req ExecutionRequest, tc TestCase,
 		return TestResult{}, solRes, err
 	}
 	// The interactor's stdout goes to the solution; its message is what
-	// it wrote to OUTPUT (its stderr).
+	// it wrote to stderr and to OUTPUT.
 	v := readToolVerdict("interactor", intRes, "", msgErr.String(), true)
 	switch {
 	case tr.Status == TestTimeout || tr.Status == TestMemoryExceeded:

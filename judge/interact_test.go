@@ -131,7 +131,7 @@ func TestInteractorAccepts(t *testing.T) {
 		}
 	}
 	for _, inv := range inter.invocations() {
-		if fmt.Sprint(inv.Args) != "[input.txt /dev/stderr]" || inv.Limits.WallTime != DefaultToolLimits.WallTime+time.Second ||
+		if fmt.Sprint(inv.Args) != "[input.txt output.txt]" || inv.Collect != "output.txt" || inv.Limits.WallTime != DefaultToolLimits.WallTime+time.Second ||
 			inv.Limits.CPUTime != DefaultToolLimits.CPUTime {
 			t.Errorf("interactor invoked with %v %+v", inv.Args, inv.Limits)
 		}

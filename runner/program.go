@@ -170,6 +170,10 @@ func (p *Program) Close() error {
 
 var _ judge.Invoker = (*Program)(nil)
 
+// collectScript runs "$@", then writes the start of the file $1 to
+// stderr and exits with the status of "$@".
+var collectScript = fmt.Sprintf(`f=$1; shift; "$@"; s=$?; head -c %d -- "$f" >&2 2>/dev/null; exit $s`, judge.MaxCheckerMessageBytes)
+
 // Invoke runs the program once as inv says: its arguments after the
 // program's own, its files in the run's workspace (beside an interpreted
 // program's source), its streams; see judge.Invoker. The judge runs
@@ -187,6 +191,12 @@ func (p *Program) Invoke(ctx context.Context, inv judge.Invocation) (*sandbox.Re
 			return nil, fmt.Errorf("%w: file %s would replace the program's own", sandbox.ErrInvalidSpec, f.Path)
 		}
 		spec.Files = append(spec.Files, f)
+	}
+	if inv.Collect != "" {
+		// A shell runs the program, then copies the start of the file
+		// to stderr and exits as the program did: the workspace is gone
+		// once the run is over.
+		spec.Args = append([]string{"/bin/sh", "-c", collectScript, "sh", inv.Collect}, spec.Args...)
 	}
 	spec.Stdin = inv.Stdin
 	spec.Stdout, spec.Stderr, spec.KeepOutput = inv.Stdout, inv.Stderr, inv.Keep
