@@ -61,12 +61,12 @@ func (j *Judge) interact(ctx context.Context, req ExecutionRequest, tc TestCase,
 		intRes, intErr = t.prog.Invoke(ctx, Invocation{
 			Args:    []string{ToolInputFile, ToolOutputFile},
 			Collect: ToolOutputFile,
-			Files:  []sandbox.File{{Path: ToolInputFile, Content: []byte(tc.Input), Mode: 0o444}},
-			Stdin:  fromSolR,
-			Stdout: &forward{to: toSolW},
-			Stderr: &msgErr,
-			Keep:   MaxCheckerMessageBytes,
-			Limits: il,
+			Files:   []sandbox.File{{Path: ToolInputFile, Content: []byte(tc.Input), Mode: 0o444}},
+			Stdin:   fromSolR,
+			Stdout:  &forward{to: toSolW},
+			Stderr:  &msgErr,
+			Keep:    MaxCheckerMessageBytes,
+			Limits:  il,
 		})
 		_ = toSolW.Close()
 		_ = fromSolR.CloseWithError(errPeerEnded)
