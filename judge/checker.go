@@ -118,6 +118,17 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
+type toolKey struct{}
+
+// PreparingTool reports whether ctx is that of an Engine.Prepare of a
+// request's checker or interactor rather than of its solution: an Engine
+// that wraps the solution's program (to count its tests) leaves these
+// alone.
+func PreparingTool(ctx context.Context) bool {
+	v, _ := ctx.Value(toolKey{}).(bool)
+	return v
+}
+
 // tool is a request's prepared checker or interactor.
 type tool struct {
 	kind string // "checker" or "interactor"
@@ -138,7 +149,7 @@ func (j *Judge) prepareTool(ctx context.Context, req ExecutionRequest, elapsed f
 	if spec == nil {
 		return nil, nil
 	}
-	prog, err := j.engine.Prepare(ctx, spec.Language, spec.Code, ProgramOptions{})
+	prog, err := j.engine.Prepare(context.WithValue(ctx, toolKey{}, true), spec.Language, spec.Code, ProgramOptions{})
 	var ce *CompileError
 	var ve *ValidationError
 	switch {
