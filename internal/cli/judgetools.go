@@ -44,7 +44,7 @@ func readTool(name, file, language string, langs *lang.Table) (*judge.Tool, erro
 	}
 	src, err := readFileBounded(file, judge.MaxCodeBytes)
 	if err != nil {
-		return nil, fmt.Errorf("--%s: %v", name, err)
+		return nil, fmt.Errorf("--%s: %w", name, err)
 	}
 	var l *lang.Language
 	if language != "" {
@@ -53,7 +53,7 @@ func readTool(name, file, language string, langs *lang.Table) (*judge.Tool, erro
 		l, err = langs.ForFile(file)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--%s-lang: %v", name, err)
+		return nil, fmt.Errorf("--%s-lang: %w", name, err)
 	}
 	return &judge.Tool{Language: l.ID, Code: string(src)}, nil
 }
