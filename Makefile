@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LINT    := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-cgroup2 test-rootless lint bench bench-peers fuzz deps images image test-image test-pod-settings clean
+.PHONY: build run test test-cgroup2 test-rootless lint bench bench-peers bench-batch batch-example fuzz deps images image test-image test-pod-settings clean
 
 build: ## build bin/coderunner
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coderunner
@@ -34,6 +34,12 @@ $(LINT):
 
 bench: ## latency, throughput and CPU per run next to bare fork/exec (needs root and gcc)
 	scripts/bench.sh
+
+bench-batch: ## solutions judged per second by judge --batch, Python and C++, 10 tests each (needs root)
+	scripts/bench-batch.sh
+
+batch-example: build ## judge examples/batch (Python and C++ samples of four problems) and print its summary
+	./$(BIN) judge --batch examples/batch/solutions.jsonl --test-sets examples/batch/sets > /dev/null
 
 bench-peers: ## coderunner serve next to go-judge (GOJUDGE=/path/to/go-judge, optional) and bare fork/exec over HTTP (needs root and gcc)
 	scripts/bench-peers.sh

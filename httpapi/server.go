@@ -336,6 +336,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/execute", s.handleExecute, false, true},
 		{http.MethodPost, "/v1/run", s.handleRun, false, true},
 		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
+		{http.MethodPost, "/v1/judge/batch", s.requireNDJSON(http.HandlerFunc(s.handleJudgeBatch)).ServeHTTP, false, false},
 		{http.MethodGet, "/v1/sessions", s.handleListSessions, false, false},
 		{http.MethodGet, "/v1/sessions/{id}", s.handleGetSession, false, false},
 		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},

@@ -40,7 +40,15 @@ decides the same way.
 
 Without --json it shows progress on a terminal and a table at the end; with
 --json it prints the ExecutionResult. Exit status: 0 when every test passed,
-1 otherwise, 2 for bad usage or a refused request.`
+1 otherwise, 2 for bad usage or a refused request.
+
+With --batch FILE.jsonl (no FILE) it judges one request per line instead
+(request_id, problem_id, language, code, test_cases or test_set, and every
+other field of a judge request) and writes one result per line, in input
+order, to stdout or --out; the summary goes to stderr and, as JSON, to
+--summary. An interrupted batch resumes where it stopped when run again
+with the same --out. Exit status: 0 when every line was judged, 1 when
+writing failed, 2 for bad usage, 130 when interrupted.`
 
 // maxTestsFile bounds the tests file read from disk.
 const maxTestsFile = 64 << 20
@@ -58,10 +66,11 @@ type judgeFlags struct {
 	program   programFlags
 	tools     toolFlags
 	args      []string
+	batch     batchFlags
 }
 
 func (a *App) judgeCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("judge", "--tests TESTS FILE|- [-- ARGS...]", judgeAbout, true)
+	fs, c := a.flagSet("judge", "--tests TESTS FILE|- [-- ARGS...]  or  --batch FILE.jsonl [--out FILE]", judgeAbout, true)
 	var f judgeFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
@@ -74,10 +83,17 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
 	f.program.add(fs)
 	f.tools.add(fs)
+	f.batch.add(fs)
 
 	pos, rest, code, done := a.parseDash(fs, c, args)
 	if done {
 		return code
+	}
+	if f.batch.input != "" {
+		return a.judgeBatch(ctx, fs, c, &f, pos, rest)
+	}
+	if f.batch.set(fs) {
+		return a.fail("judge", "--out, --summary, --test-sets and --workers go with --batch")
 	}
 	file, progArgs, err := fileAndArgs(pos, rest)
 	if err != nil {
