@@ -314,3 +314,66 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// An interactor that ends at once leaves a solution that floods its
+// stdout writing into nothing: the run ends at its output cap, it does
+// not hang on the pipe.
+func TestInteractiveFloodAfterTheInteractorEnded(t *testing.T) {
+	r, _ := newRunner(t, runner.Options{})
+	j := judge.New(r, judge.Options{Parallel: 1, ToolLimits: judgeToolLimits()})
+	res := j.Execute(context.Background(), judge.ExecutionRequest{
+		Code: "while True:\n    print('x' * 4096)\n", Language: "python",
+		TestCases:  []judge.TestCase{{ID: "t", Input: "1"}},
+		TimeoutMS:  5000,
+		Interactor: &judge.Tool{Language: "python", Code: "import sys\nsys.exit(0)\n"},
+	})
+	tr := res.TestResults
+	if len(tr) != 1 || tr[0].Status != judge.TestWrongAnswer || deref(tr[0].ErrorMessage) != "output limit exceeded" {
+		t.Fatalf("%s", describe(res))
+	}
+}
+
+// What an interactor writes to OUTPUT is bounded in the result.
+func TestInteractorOutputBounded(t *testing.T) {
+	r, _ := newRunner(t, runner.Options{})
+	j := judge.New(r, judge.Options{Parallel: 1, ToolLimits: judgeToolLimits()})
+	res := j.Execute(context.Background(), judge.ExecutionRequest{
+		Code: "print(1)\n", Language: "python",
+		TestCases:  []judge.TestCase{{ID: "t", Input: "1"}},
+		Interactor: &judge.Tool{Language: "python", Code: "import sys\nopen(sys.argv[2], 'w').write('m' * 1000000)\nsys.exit(1)\n"},
+	})
+	tr := res.TestResults
+	if len(tr) != 1 || tr[0].Status != judge.TestWrongAnswer {
+		t.Fatalf("%s", describe(res))
+	}
+	if n := len(deref(tr[0].CheckerMessage)); n < 1000 || n > judge.MaxCheckerMessageBytes+len("…") {
+		t.Errorf("checker_message of %d bytes", n)
+	}
+}
+
+// Invoke never lets an invocation's file replace the program's own
+// source.
+func TestInvokeKeepsTheSource(t *testing.T) {
+	r, _ := newRunner(t, runner.Options{})
+	p, err := r.PrepareProgram(context.Background(), "python", "print('mine')\n", judge.ProgramOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	name := strings.TrimPrefix(p.Source(), sandbox.WorkspaceDir+"/")
+	_, err = p.Invoke(context.Background(), judge.Invocation{
+		Files:  []sandbox.File{{Path: name, Content: []byte("print('theirs')\n")}},
+		Limits: sandbox.Limits{WallTime: 5 * time.Second},
+	})
+	if err == nil || !strings.Contains(err.Error(), "would replace the program's own") {
+		t.Fatalf("got %v", err)
+	}
+	res, err := p.Invoke(context.Background(), judge.Invocation{
+		Args:   []string{"a"},
+		Files:  []sandbox.File{{Path: "other.txt", Content: []byte("x")}},
+		Limits: sandbox.Limits{WallTime: 5 * time.Second},
+	})
+	if err != nil || res.Status != sandbox.StatusOK || string(res.Stdout) != "mine\n" {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
