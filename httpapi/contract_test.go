@@ -106,6 +106,11 @@ func checkContract(t *testing.T, method, path string, rec *httptest.ResponseReco
 // templated segments ("{id}") with any one segment.
 func specPath(path string) (map[string]any, bool) {
 	path, _, _ = strings.Cut(path, "?")
+	// A literal path wins over a template that matches it too
+	// (/v1/judge/batch over /v1/judge/{id}), as in the server's mux.
+	if item, ok := spec["paths"].(map[string]any)[path]; ok {
+		return item.(map[string]any), true
+	}
 	for p, item := range spec["paths"].(map[string]any) {
 		re := "^" + regexp.MustCompile(`\\\{[^/]+\\\}`).ReplaceAllString(regexp.QuoteMeta(p), "[^/]+") + "$"
 		if regexp.MustCompile(re).MatchString(path) {
@@ -129,7 +134,7 @@ func checkSchema(t *testing.T, what string, body []byte, schema any) {
 
 // validate checks v against the subset of JSON Schema the document uses:
 // type (one or a list), enum, properties, required, additionalProperties
-// false, items, pattern, allOf and $ref.
+// false, items, pattern, allOf, oneOf and $ref.
 func validate(v, schema any, at string) []string {
 	s, ok := resolve(schema).(map[string]any)
 	if !ok {
@@ -147,6 +152,17 @@ func validate(v, schema any, at string) []string {
 			}
 		}
 		errs = append(errs, validate(v, open, at)...)
+	}
+	if alts := asList(s["oneOf"]); len(alts) > 0 {
+		n := 0
+		for _, a := range alts {
+			if len(validate(v, a, at)) == 0 {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, fmt.Sprintf("%s: %s matches %d of the oneOf schemas, not one", at, short(v), n))
+		}
 	}
 	if t, ok := s["type"]; ok {
 		types := asList(t)
@@ -242,7 +258,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("openapi version %q", v)
 	}
 	paths := spec["paths"].(map[string]any)
-	for _, p := range []string{"/execute", "/v1/run", "/v1/judge", "/v1/sessions/{id}", "/mcp", "/health", "/metrics", "/openapi.yaml"} {
+	for _, p := range []string{"/execute", "/v1/run", "/v1/judge", "/v1/judge/{id}", "/v1/sessions/{id}", "/mcp", "/health", "/metrics", "/openapi.yaml"} {
 		if _, ok := paths[p]; !ok {
 			t.Errorf("%s is not documented", p)
 		}
@@ -320,7 +336,7 @@ func TestRequestSchemasMatchDecoders(t *testing.T) {
 		{"ExecuteRequest", sub(schemas["ExecuteRequest"].(map[string]any)), invoke.Request{}, nil},
 		{"RunRequest", sub(schemas["RunRequest"].(map[string]any)), runRequest{}, nil},
 		{"RunRequest.limits", sub(schemas["RunRequest"].(map[string]any), "limits"), execute.ExecutionLimits{}, nil},
-		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judge.ExecutionRequest{}, nil},
+		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judgeRequest{}, nil},
 		{"JudgeRequest.test_cases", sub(schemas["JudgeRequest"].(map[string]any), "test_cases"), judge.TestCase{}, []string{"expected"}},
 		{"JudgeRequest.subtasks", sub(schemas["JudgeRequest"].(map[string]any), "subtasks"), judge.Subtask{}, nil},
 		{"JudgeTool", sub(schemas["JudgeTool"].(map[string]any)), judge.Tool{}, nil},
