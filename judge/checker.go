@@ -311,6 +311,25 @@ func (v toolVerdict) apply(tr *TestResult) {
 	}
 }
 
+// chargeMessage charges a test's checker_message to what the result may
+// still keep of outputs (Options.KeptOutputTotalKB), as actual_output is:
+// a request of many tests cannot make its result grow past it. A hidden
+// test's message is removed later and charges nothing.
+func chargeMessage(tc TestCase, tr *TestResult, kept *budget) {
+	if tr.CheckerMessage == nil || tc.IsHidden {
+		return
+	}
+	m, cut := kept.take(*tr.CheckerMessage)
+	switch {
+	case m == "":
+		tr.CheckerMessage = nil
+	case cut:
+		tr.CheckerMessage = strp(m + "…")
+	default:
+		tr.CheckerMessage = strp(m)
+	}
+}
+
 // check runs the checker on a test whose solution ended cleanly with
 // output (its whole stdout, up to the output cap).
 func (j *Judge) check(ctx context.Context, t *tool, tc TestCase, output []byte) (toolVerdict, error) {

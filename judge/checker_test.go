@@ -303,3 +303,36 @@ func TestCheckerNeedsInvoker(t *testing.T) {
 		t.Errorf("%s %+v", got.Status, got.ErrorInfo)
 	}
 }
+
+// Checker messages are charged to what a result keeps of outputs, so
+// that many tests with long messages cannot make it grow past it.
+func TestCheckerMessagesChargeTheResultBudget(t *testing.T) {
+	e := newEngine(nil)
+	e.prog.scripts = map[string]script{}
+	var tests []TestCase
+	for i := range 10 {
+		in := strings.Repeat("i", i+1)
+		e.prog.scripts[in] = prints("x")
+		tests = append(tests, TestCase{ID: in, Input: in, ExpectedOutput: "x"})
+	}
+	chk := &fakeTool{fn: exitsWith(1, strings.Repeat("m", 600), "")}
+	e.byCode = map[string]Program{"CHK": chk}
+	req := request("python", "code", tests...)
+	req.Checker = &Tool{Language: "python", Code: "CHK"}
+	got := New(e, Options{Parallel: 1, KeptOutputTotalKB: 2}).Execute(context.Background(), req)
+	total := 0
+	for _, tr := range got.TestResults {
+		if tr.Status != TestWrongAnswer {
+			t.Fatalf("%+v", tr)
+		}
+		total += len(deref(tr.CheckerMessage))
+	}
+	// 10 outputs of 1 byte and 10 messages of 600 bytes against 2048
+	// bytes: the messages are cut, each cut one marked.
+	if total > 2048+len("…")*10 || total < 1500 {
+		t.Errorf("messages keep %d bytes in all", total)
+	}
+	if last := got.TestResults[9].CheckerMessage; last != nil {
+		t.Errorf("the last message survived the spent budget: %d bytes", len(*last))
+	}
+}

@@ -102,6 +102,7 @@ func (j *Judge) interact(ctx context.Context, req ExecutionRequest, tc TestCase,
 	default:
 		v.apply(&tr)
 	}
+	chargeMessage(tc, &tr, kept)
 	return tr, solRes, nil
 }
 

@@ -362,6 +362,7 @@ func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Pr
 			return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
 		}
 		v.apply(&tr)
+		chargeMessage(tc, &tr, kept)
 	}
 	return maybeRedact(tc, tr, res), nil
 }
