@@ -162,7 +162,7 @@ func (s *Server) judgeSchema() map[string]any {
 					"properties": map[string]any{
 						"id":              map[string]any{"type": "string", "description": "Name of the test in the result; default test_<index>."},
 						"input":           map[string]any{"type": "string", "description": "Standard input of the run."},
-						"expected_output": map[string]any{"type": "string", "description": "Expected standard output (\"expected\" is accepted too)."},
+						"expected_output": map[string]any{"type": "string", "description": "Expected standard output (\"expected\" is accepted too); a checker gets it as ANSWER; unused (may be empty) with an interactor."},
 						"is_hidden":       map[string]any{"type": "boolean", "description": "Judge the test without showing its input and outputs in the result."},
 						"timeout_ms": map[string]any{"type": "integer", "minimum": judge.MinTimeoutMS, "maximum": judge.MaxTimeoutMS,
 							"description": "Time limit of this test, replacing timeout_ms."},
