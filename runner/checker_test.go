@@ -377,3 +377,47 @@ func TestInvokeKeepsTheSource(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 }
+
+// A compiled interactor runs through the same OUTPUT copy: its exit code
+// passes through (2, a presentation error), and a crash stays a crash
+// (judge_error), not a wrong answer.
+func TestCompiledInteractor(t *testing.T) {
+	r, _ := newRunner(t, runner.Options{})
+	j := judge.New(r, judge.Options{Parallel: 1, ToolLimits: judgeToolLimits()})
+	inter := `#include <stdio.h>
+#include <signal.h>
+int main(int argc, char **argv) {
+    FILE *in = fopen(argv[1], "r"), *out = fopen(argv[2], "w");
+    int mode = 0, x = 0;
+    if (!in || !out || fscanf(in, "%d", &mode) != 1) return 3;
+    if (scanf("%d", &x) != 1) { fprintf(out, "no number"); return 2; }
+    if (mode == 2) { fprintf(out, "read %d, then crashed", x); fflush(out); raise(SIGSEGV); }
+    fprintf(out, "read %d", x);
+    return x == 42 ? 0 : 1;
+}`
+	res := j.Execute(context.Background(), judge.ExecutionRequest{
+		Code: "import sys\nprint(42 if sys.argv[-1] != 'junk' else 'junk', flush=True)\n", Language: "python",
+		TestCases:  []judge.TestCase{{ID: "ok", Input: "1"}, {ID: "crash", Input: "2"}},
+		Interactor: &judge.Tool{Language: "c", Code: inter},
+	})
+	if len(res.TestResults) != 2 {
+		t.Fatalf("%s", describe(res))
+	}
+	ok, crash := res.TestResults[0], res.TestResults[1]
+	if ok.Status != judge.TestPassed || deref(ok.CheckerMessage) != "read 42" {
+		t.Errorf("ok: %s", describe(res))
+	}
+	// (The shell says "Segmentation fault" first.)
+	if crash.Status != judge.TestJudgeError || !strings.HasSuffix(deref(crash.CheckerMessage), "read 42, then crashed") ||
+		deref(crash.ErrorMessage) != "The interactor was killed by signal 11" {
+		t.Errorf("crash: %s", describe(res))
+	}
+	res = j.Execute(context.Background(), judge.ExecutionRequest{
+		Code: "print('junk')\n", Language: "python",
+		TestCases:  []judge.TestCase{{ID: "pe", Input: "1"}},
+		Interactor: &judge.Tool{Language: "c", Code: inter},
+	})
+	if len(res.TestResults) != 1 || res.TestResults[0].Status != judge.TestPresentationError || deref(res.TestResults[0].CheckerMessage) != "no number" {
+		t.Errorf("pe: %s", describe(res))
+	}
+}

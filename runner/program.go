@@ -171,8 +171,11 @@ func (p *Program) Close() error {
 var _ judge.Invoker = (*Program)(nil)
 
 // collectScript runs "$@", then writes the start of the file $1 to
-// stderr and exits with the status of "$@".
-var collectScript = fmt.Sprintf(`f=$1; shift; "$@"; s=$?; head -c %d -- "$f" >&2 2>/dev/null; exit $s`, judge.MaxCheckerMessageBytes)
+// stderr and ends as "$@" did: with its exit status, or killed by the
+// same signal (where the shell is not its namespace's init, which the
+// signal would not reach; there the status 128+N stays).
+var collectScript = fmt.Sprintf(`f=$1; shift; "$@"; s=$?; head -c %d -- "$f" >&2 2>/dev/null; `+
+	`if [ $s -gt 128 ] && [ $s -lt 160 ]; then trap - $((s-128)); kill -$((s-128)) $$; fi; exit $s`, judge.MaxCheckerMessageBytes)
 
 // Invoke runs the program once as inv says: its arguments after the
 // program's own, its files in the run's workspace (beside an interpreted
