@@ -227,3 +227,22 @@ func TestInteractiveNeedsInvoker(t *testing.T) {
 		t.Errorf("%s %+v", got.Status, got.ErrorInfo)
 	}
 }
+
+// An interactor cut short by total_timeout_ms makes the test a timeout,
+// not a judge_error: the deadline did it.
+func TestInteractorCutByTheTotalTimeout(t *testing.T) {
+	slow := &fakeTool{fn: func(ctx context.Context, inv Invocation) (*sandbox.Result, error) {
+		<-ctx.Done()
+		r := result(sandbox.StatusSignaled, "", "")
+		r.Signal = 9
+		return r, nil
+	}}
+	quick := func(_ context.Context, inv Invocation) (*sandbox.Result, error) { return exitWith(inv, 0, "1\n", ""), nil }
+	e, _, req := interactiveRequest(quick, slow, "5")
+	req.TotalTimeoutMS = 100
+	got := New(e, Options{Parallel: 1}).Execute(context.Background(), req)
+	tr := got.TestResults[0]
+	if tr.Status != TestTimeout || deref(tr.ErrorMessage) != msgTotalTimeout || got.Status != StatusTimeout {
+		t.Fatalf("%s %+v", got.Status, tr)
+	}
+}

@@ -319,7 +319,9 @@ func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Pr
 
 	if t != nil && t.interactive {
 		tr, res, err := j.interact(ctx, req, tc, prog, t, limits, newToolOutput(0), kept)
-		if ctx.Err() != nil && (err != nil || res == nil || res.Status != sandbox.StatusOK) {
+		// Either side cut short by the deadline makes the test the
+		// deadline's, unless the interaction had been accepted.
+		if ctx.Err() != nil && (err != nil || tr.Status != TestPassed) {
 			return j.stopped(ctx, tc)
 		}
 		if err != nil {
