@@ -237,7 +237,9 @@ func TestInteractorCutByTheTotalTimeout(t *testing.T) {
 		r.Signal = 9
 		return r, nil
 	}}
-	quick := func(_ context.Context, inv Invocation) (*sandbox.Result, error) { return exitWith(inv, 0, "1\n", ""), nil }
+	quick := func(_ context.Context, inv Invocation) (*sandbox.Result, error) {
+		return exitWith(inv, 0, "1\n", ""), nil
+	}
 	e, _, req := interactiveRequest(quick, slow, "5")
 	req.TotalTimeoutMS = 100
 	got := New(e, Options{Parallel: 1}).Execute(context.Background(), req)
