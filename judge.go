@@ -16,6 +16,8 @@ type (
 	ExecutionResult = judge.ExecutionResult
 	// TestResult is the verdict of one test.
 	TestResult = judge.TestResult
+	// JudgeTool is a request's checker or interactor program.
+	JudgeTool = judge.Tool
 	// FleetArtifact is the Fleet's unit of exchange.
 	FleetArtifact = judge.Artifact
 	// FleetRequestOptions tune ArtifactToExecutionRequest.

@@ -339,6 +339,7 @@ func TestRequestSchemasMatchDecoders(t *testing.T) {
 		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judgeRequest{}, nil},
 		{"JudgeRequest.test_cases", sub(schemas["JudgeRequest"].(map[string]any), "test_cases"), judge.TestCase{}, []string{"expected"}},
 		{"JudgeRequest.subtasks", sub(schemas["JudgeRequest"].(map[string]any), "subtasks"), judge.Subtask{}, nil},
+		{"JudgeTool", sub(schemas["JudgeTool"].(map[string]any)), judge.Tool{}, nil},
 	} {
 		if tc.schema["additionalProperties"] != false {
 			t.Errorf("%s: additionalProperties is not false", tc.name)

@@ -445,8 +445,8 @@ func interruptedResult(requestID, msg string) judge.ExecutionResult {
 	}
 }
 
-// bound encodes res within MaxResultBytes: over it, the tests' outputs
-// and the compiler's output are emptied (verdicts, times and memory
+// bound encodes res within MaxResultBytes: over it, the tests' outputs,
+// checker messages and the compiler's output are emptied (verdicts, times and memory
 // stay); still over, a sandbox_error saying so.
 func (sb *submissions) bound(res judge.ExecutionResult) json.RawMessage {
 	b, err := json.Marshal(res)
@@ -457,6 +457,7 @@ func (sb *submissions) bound(res judge.ExecutionResult) json.RawMessage {
 	trimmed.TestResults = append([]judge.TestResult(nil), res.TestResults...)
 	for i := range trimmed.TestResults {
 		trimmed.TestResults[i].ActualOutput, trimmed.TestResults[i].ExpectedOutput = "", ""
+		trimmed.TestResults[i].CheckerMessage = nil
 	}
 	if trimmed.CompilationOutput != nil {
 		empty := ""

@@ -329,6 +329,8 @@ func TestSubmissionExpires(t *testing.T) {
 func TestSubmissionLimits(t *testing.T) {
 	j := newBlockingJudge()
 	j.result.TestResults[0].ActualOutput = strings.Repeat("x", 4096)
+	msg := strings.Repeat("m", 2048)
+	j.result.TestResults[0].CheckerMessage = &msg
 	rc := newReceiver(t)
 	s := asyncServer(t, j, t.TempDir(), func(o *Options) {
 		o.Submissions.Max = 1
@@ -348,7 +350,7 @@ func TestSubmissionLimits(t *testing.T) {
 	st := waitFor(t, s, id, nil, func(st SubmissionStatus) bool { return st.Status == SubmissionDone })
 	var res judge.ExecutionResult
 	if err := json.Unmarshal(st.Result, &res); err != nil || len(st.Result) > 1024 ||
-		res.Status != judge.StatusAllPassed || res.TestResults[0].ActualOutput != "" {
+		res.Status != judge.StatusAllPassed || res.TestResults[0].ActualOutput != "" || res.TestResults[0].CheckerMessage != nil {
 		t.Fatalf("bounded result %s: %v", st.Result, err)
 	}
 }

@@ -41,6 +41,13 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
+func TestDecodeRequestTools(t *testing.T) {
+	req, err := DecodeRequest(strings.NewReader(`{"checker": {"language": "cpp", "code": "int main(){}"}, "interactor": null}`))
+	if err != nil || req.Checker == nil || *req.Checker != (Tool{Language: "cpp", Code: "int main(){}"}) || req.Interactor != nil {
+		t.Fatalf("%+v %v", req, err)
+	}
+}
+
 func TestDecodeRequestErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -59,6 +66,8 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"unknown field of a file", `{"code": "x", "files": [{"path": "a", "mode": 7}]}`, ErrInvalidRequest, "files[0].mode: unknown field"},
 		{"unknown nested field", `{"test_cases": [{"id": "a"}, {"id": "b", "expected_answer": "1"}]}`, ErrInvalidRequest, "test_cases[1].expected_answer: unknown field"},
 		{"another system's field", `{"source_code": "x", "language_id": 71}`, ErrInvalidRequest, "source_code: unknown field"},
+		{"unknown checker field", `{"checker": {"language": "cpp", "code": "x", "timeout": 5}}`, ErrInvalidRequest, "checker.timeout: unknown field"},
+		{"checker not an object", `{"interactor": "python"}`, ErrInvalidRequest, "cannot unmarshal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

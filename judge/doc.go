@@ -73,8 +73,25 @@
 // memory_used_kb its peak memory.
 //
 // The overall status, summary and error_info follow from the tests:
-// all_passed, some_passed, else the first of timeout, memory_exceeded,
-// runtime_error found among the tests, else all_failed.
+// judge_error when the checker or the interactor failed on any test,
+// else all_passed, some_passed (a test passed, or earned points), else
+// the first of timeout, memory_exceeded, runtime_error found among the
+// tests, else all_failed.
+//
+// # Checkers and interactors
+//
+// A request's Checker judges each test whose run ended cleanly, instead
+// of the Comparator: it runs as `checker INPUT OUTPUT ANSWER` through
+// Invoker.Invoke, with the run's whole stdout (held up to the output
+// cap) as OUTPUT, and its exit code, testlib's, is the verdict: passed,
+// wrong_answer, presentation_error, partial (Points from 0 to 1 on its
+// stdout, feeding the subtasks) or, for a failure of the checker itself,
+// judge_error. A request's Interactor runs beside the solution on each
+// test, each one's stdout piped to the other's stdin (interact.go); its
+// exit code decides the same way, after the solution's time and memory
+// limits. Both are prepared by the Engine like the solution, with a
+// context PreparingTool recognises, and have their own limits
+// (Options.ToolLimits). Their messages are the tests' CheckerMessage.
 //
 // Hidden tests are judged like the others, but their actual_output and
 // expected_output are empty strings, error_info.details is an empty string

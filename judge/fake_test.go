@@ -21,6 +21,9 @@ type fakeEngine struct {
 	known []string
 	// onPrepare, when set, runs inside Prepare (to panic, for example).
 	onPrepare func()
+	// byCode, when it has the code, is what Prepare returns for it (a
+	// checker, an interactor, an interactive solution).
+	byCode map[string]Program
 
 	mu    sync.Mutex
 	codes []string
@@ -52,6 +55,9 @@ func (e *fakeEngine) Prepare(_ context.Context, language, code string, opts Prog
 		if !ok {
 			return nil, errors.Join(ErrUnsupportedLanguage, errors.New(language))
 		}
+	}
+	if p, ok := e.byCode[code]; ok {
+		return p, nil
 	}
 	if e.prepareErr != nil {
 		return nil, e.prepareErr

@@ -65,6 +65,10 @@ type Options struct {
 	// result (already redacted for hidden tests). It must be safe for
 	// concurrent use and return quickly.
 	Progress func(index int, result TestResult)
+	// ToolLimits bound every run of a request's checker or interactor;
+	// zero fields take DefaultToolLimits. An interactor's wall time is the
+	// solution's time limit plus ToolLimits.WallTime.
+	ToolLimits sandbox.Limits
 }
 
 // Judge runs a request's code against its test cases through an Engine and
@@ -79,6 +83,7 @@ type Judge struct {
 	log       *slog.Logger
 	now       func() time.Time
 	progress  func(int, TestResult)
+	toolLim   sandbox.Limits
 }
 
 // errTotalTimeout is the cause of the cancellation when total_timeout_ms
@@ -97,6 +102,7 @@ func New(engine Engine, opts Options) *Judge {
 		log:       opts.Logger,
 		now:       opts.Now,
 		progress:  opts.Progress,
+		toolLim:   DefaultToolLimits.Overlay(opts.ToolLimits),
 	}
 	if j.parallel <= 0 {
 		j.parallel = runtime.NumCPU()
@@ -193,9 +199,21 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 		}
 	}()
 
+	t, failed := j.prepareTool(ctx, req, elapsed)
+	if failed != nil {
+		return *failed
+	}
+	if t != nil {
+		defer func() {
+			if err := t.prog.Close(); err != nil {
+				j.log.Warn("closing the "+t.kind+" failed", "request_id", req.RequestID, "error", err)
+			}
+		}()
+	}
+
 	stage = StageExecution
 	deadline := began.Add(time.Duration(req.TotalTimeoutMS) * time.Millisecond)
-	results, err := j.runTests(ctx, req, prog, cmp, deadline)
+	results, err := j.runTests(ctx, req, prog, t, cmp, deadline)
 	if err != nil {
 		j.log.Error("running the tests failed", "request_id", req.RequestID, "language", req.Language, "error", err)
 		return sandboxErrorResult(req, stage, err, elapsed())
@@ -207,7 +225,7 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 
 // runTests runs every test of a valid request and returns their verdicts in
 // request order, or the first failure of the machinery.
-func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program, cmp Comparator, deadline time.Time) ([]TestResult, error) {
+func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program, t *tool, cmp Comparator, deadline time.Time) ([]TestResult, error) {
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	totalCtx, cancelTotal := context.WithDeadlineCause(runCtx, deadline, errTotalTimeout)
@@ -244,7 +262,7 @@ func (j *Judge) runTests(ctx context.Context, req ExecutionRequest, prog Program
 					tr = maybeRedact(req.TestCases[i], skippedResult(req.TestCases[i], subtask), nil)
 				} else {
 					var err error
-					tr, err = j.runOne(totalCtx, req, i, prog, cmp, base, kept)
+					tr, err = j.runOne(totalCtx, req, i, prog, t, cmp, base, kept)
 					if err != nil {
 						fail(err)
 						continue
@@ -284,9 +302,10 @@ feed:
 	return results, nil
 }
 
-// runOne runs test i. A panic in the Engine or here is a failure of the
-// machinery, reported as an error with the stack in the log.
-func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Program, cmp Comparator, limits sandbox.Limits, kept *budget) (tr TestResult, err error) {
+// runOne runs test i, with the request's checker or interactor t when it
+// has one. A panic in the Engine or here is a failure of the machinery,
+// reported as an error with the stack in the log.
+func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Program, t *tool, cmp Comparator, limits sandbox.Limits, kept *budget) (tr TestResult, err error) {
 	tc := req.TestCases[i]
 	defer func() {
 		if r := recover(); r != nil {
@@ -305,9 +324,26 @@ func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Pr
 	}
 	limits.WallTime, limits.CPUTime = timeout, timeout
 
+	if t != nil && t.interactive {
+		tr, res, err := j.interact(ctx, req, tc, prog, t, limits, newToolOutput(0), kept)
+		// Either side cut short by the deadline makes the test the
+		// deadline's, unless the interaction had been accepted.
+		if ctx.Err() != nil && (err != nil || tr.Status != TestPassed) {
+			return j.stopped(ctx, tc)
+		}
+		if err != nil {
+			return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
+		}
+		return maybeRedact(tc, tr, res), nil
+	}
+
 	// The output is judged as it streams; the Result keeps only the start
-	// of each stream, for the test's result.
+	// of each stream, for the test's result. A checker is given the whole
+	// output (up to the cap) once the run is over.
 	out := newOutput(cmp, tc)
+	if t != nil {
+		out = newToolOutput(limits.OutputBytes)
+	}
 	res, err := RunWithOutput(ctx, prog, []byte(tc.Input), limits, out.runOutput(j.keep))
 	// A run that ended on its own keeps its verdict even if the deadline
 	// passed meanwhile; any other end after the deadline is the deadline's
@@ -324,6 +360,18 @@ func (j *Judge) runOne(ctx context.Context, req ExecutionRequest, i int, prog Pr
 	tr, err = verdict(tc, req.Language, res, out, kept)
 	if err != nil {
 		return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
+	}
+	if t != nil && tr.Status == TestPassed {
+		// The solution ended cleanly: the checker decides.
+		v, err := j.check(ctx, t, tc, out.held.Bytes())
+		if ctx.Err() != nil && (err != nil || v.status != TestPassed) {
+			return j.stopped(ctx, tc)
+		}
+		if err != nil {
+			return TestResult{}, fmt.Errorf("test %s: %w", tc.ID, err)
+		}
+		v.apply(&tr)
+		chargeMessage(tc, &tr, kept)
 	}
 	return maybeRedact(tc, tr, res), nil
 }

@@ -66,6 +66,9 @@ type sink struct {
 	mu    sync.Mutex
 	n     int64
 	match Matcher
+	// held, when set, keeps the stream whole (up to its limit) for a
+	// checker.
+	held  *boundedBuffer
 	find  []byte
 	tail  []byte // the last len(find)-1 bytes written
 	found bool
@@ -77,6 +80,9 @@ func (s *sink) Write(p []byte) (int, error) {
 	s.n += int64(len(p))
 	if s.match != nil {
 		_, _ = s.match.Write(p)
+	}
+	if s.held != nil {
+		_, _ = s.held.Write(p)
 	}
 	if len(s.find) > 0 && !s.found {
 		k := len(s.find) - 1
@@ -110,6 +116,22 @@ func (s *sink) contains() bool {
 // output.
 type output struct {
 	stdout, stderr sink
+	// held is the whole stdout, for a checker; nil otherwise.
+	held *boundedBuffer
+}
+
+// newToolOutput is the output of a run a checker or an interactor judges:
+// stdout accepted as it comes, and held whole up to limit bytes for a
+// checker (limit zero holds nothing: an interactor saw it already).
+func newToolOutput(limit int64) *output {
+	o := &output{}
+	o.stdout.match = acceptAll{}
+	o.stderr.find = javaOOM
+	if limit > 0 {
+		o.held = &boundedBuffer{limit: limit}
+		o.stdout.held = o.held
+	}
+	return o
 }
 
 func newOutput(cmp Comparator, tc TestCase) *output {

@@ -13,10 +13,16 @@ const maxDetailsRunes = 500
 // and the error info from the per-test verdicts, which are in request order
 // and already redacted for hidden tests.
 func buildResult(req ExecutionRequest, results []TestResult, totalMS int64) ExecutionResult {
-	passed, total := 0, len(results)
+	passed, total, earned, unjudged := 0, len(results), false, 0
 	for _, r := range results {
-		if r.Status == TestPassed {
+		switch {
+		case r.Status == TestPassed:
 			passed++
+			earned = true
+		case r.Status == TestPartial && r.Points != nil && *r.Points > 0:
+			earned = true
+		case r.Status == TestJudgeError:
+			unjudged++
 		}
 	}
 	if total == 0 {
@@ -44,9 +50,13 @@ func buildResult(req ExecutionRequest, results []TestResult, totalMS int64) Exec
 	}
 	var status ExecutionStatus
 	switch {
+	case unjudged > 0:
+		// The checker failed on some tests: whatever the others say, the
+		// verdict on the solution is not known.
+		status = StatusJudgeError
 	case passed == total:
 		status = StatusAllPassed
-	case passed > 0:
+	case earned:
 		status = StatusSomePassed
 	case has(TestTimeout):
 		status = StatusTimeout
@@ -62,6 +72,8 @@ func buildResult(req ExecutionRequest, results []TestResult, totalMS int64) Exec
 	switch status {
 	case StatusAllPassed:
 		summary = fmt.Sprintf("All %d test cases passed", total)
+	case StatusJudgeError:
+		summary = fmt.Sprintf("%d/%d test cases passed; %d could not be judged", passed, total, unjudged)
 	case StatusRuntimeError:
 		for _, r := range results {
 			if r.Status == TestRuntimeError {
@@ -74,7 +86,7 @@ func buildResult(req ExecutionRequest, results []TestResult, totalMS int64) Exec
 	var info *ExecutionError
 	if status != StatusAllPassed && status != StatusSomePassed {
 		for i, r := range results {
-			if r.Status == TestPassed {
+			if r.Status == TestPassed || status == StatusJudgeError && r.Status != TestJudgeError {
 				continue
 			}
 			info = &ExecutionError{

@@ -189,8 +189,11 @@ func skippedResult(tc TestCase, subtask string) TestResult {
 
 // testScore is a test's share of the points, from 0 to 1.
 func testScore(tr TestResult) float64 {
-	if tr.Status == TestPassed {
+	switch {
+	case tr.Status == TestPassed:
 		return 1
+	case tr.Status == TestPartial && tr.Points != nil:
+		return min(max(*tr.Points, 0), 1)
 	}
 	return 0
 }

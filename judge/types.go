@@ -54,6 +54,14 @@ type ExecutionRequest struct {
 	// match ^[A-Z_][A-Z0-9_]*$, and PATH, HOME, LD_*, the recipe's own
 	// and the server's are refused.
 	Env map[string]string `json:"env,omitempty"`
+
+	// Checker, when given, judges each test's output instead of Compare:
+	// it runs as `checker INPUT OUTPUT ANSWER` with testlib's exit codes.
+	Checker *Tool `json:"checker,omitempty"`
+	// Interactor, when given, makes the problem interactive: it runs as
+	// `interactor INPUT OUTPUT` beside the solution, each one's stdout
+	// piped to the other's stdin, and its exit code gives the verdict.
+	Interactor *Tool `json:"interactor,omitempty"`
 }
 
 // ProgramOptions returns what the request adds to its code, for
@@ -131,6 +139,10 @@ const (
 	// StatusSandboxError means the request was refused or the machinery
 	// failed; it says nothing about the program.
 	StatusSandboxError ExecutionStatus = "sandbox_error"
+	// StatusJudgeError means the checker or the interactor failed (did
+	// not compile, crashed, timed out, exited with a code of its own) on
+	// at least one test: the solution's verdict is not known.
+	StatusJudgeError ExecutionStatus = "judge_error"
 )
 
 // TestResult is the verdict on one test case.
@@ -156,6 +168,12 @@ type TestResult struct {
 	// tests' together). The verdict is always on the whole output. Absent
 	// when false, and for hidden tests.
 	Truncated bool `json:"truncated,omitempty"`
+	// CheckerMessage is what the checker or the interactor said of the
+	// test (its stdout and stderr, bounded by MaxCheckerMessageBytes);
+	// absent without one, when it said nothing, and for hidden tests.
+	CheckerMessage *string `json:"checker_message,omitempty"`
+	// Points is a partial verdict's share of the test, from 0 to 1.
+	Points *float64 `json:"points,omitempty"`
 }
 
 // TestStatus is the verdict on one test case.
@@ -171,6 +189,15 @@ const (
 	// TestSkipped is a test that did not run: every subtask it belongs to
 	// stops at its first failure and had failed.
 	TestSkipped TestStatus = "skipped"
+	// TestPresentationError is a checker's or an interactor's exit code 2.
+	TestPresentationError TestStatus = "presentation_error"
+	// TestPartial is a checker's or an interactor's exit code 7: the test
+	// earns Points of its share.
+	TestPartial TestStatus = "partial"
+	// TestJudgeError is a test the checker or the interactor could not
+	// judge: it crashed, timed out, exited with code 3 or a code of its
+	// own. It says nothing of the solution.
+	TestJudgeError TestStatus = "judge_error"
 )
 
 // ExecutionError describes why a request did not pass.
@@ -193,6 +220,7 @@ const (
 	CodeCompilationError    = "COMPILATION_ERROR"
 	CodeNoTests             = "NO_TESTS"
 	CodeSandboxError        = "SANDBOX_ERROR"
+	CodeJudgeError          = "JUDGE_ERROR"
 )
 
 // Stages of ExecutionError.

@@ -139,6 +139,9 @@ func (r ExecutionRequest) Validate() error {
 	if total > MaxTestDataBytes {
 		return invalidf("Test data too large: %d bytes (max %d)", total, MaxTestDataBytes)
 	}
+	if err := r.validateTools(); err != nil {
+		return err
+	}
 	return r.validateSubtasks()
 }
 

@@ -111,6 +111,7 @@ func redact(tr TestResult, res *sandbox.Result) TestResult {
 	tr.ActualOutput = ""
 	tr.ExpectedOutput = ""
 	tr.Truncated = false
+	tr.CheckerMessage = nil
 	if tr.Status == TestRuntimeError && res != nil {
 		tr.ErrorMessage = strp(exitMessage(res))
 	}

@@ -11,7 +11,8 @@
 //     JSON. With a session_id, files written in /workspace stay there for
 //     the session's next call.
 //   - judge_code compiles once and runs test cases (language, code,
-//     test_cases, timeout_ms, total_timeout_ms, memory_limit_mb, compare, subtasks);
+//     test_cases, timeout_ms, total_timeout_ms, memory_limit_mb, compare, subtasks,
+//     checker, interactor);
 //     the judge's ExecutionResult, as /v1/judge answers it, is the
 //     structured content. A client that
 //     sends a progress token receives a notification as each test ends.

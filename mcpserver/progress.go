@@ -59,8 +59,9 @@ type progressEngine struct{ judge.Engine }
 
 func (e progressEngine) Prepare(ctx context.Context, language, code string, opts judge.ProgramOptions) (judge.Program, error) {
 	prog, err := e.Engine.Prepare(ctx, language, code, opts)
-	if err != nil {
-		return nil, err
+	if err != nil || judge.PreparingTool(ctx) {
+		// A checker's or an interactor's runs are not tests.
+		return prog, err
 	}
 	if p := progressFrom(ctx); p != nil {
 		p.notify(ctx, false, fmt.Sprintf("ready; running %d tests", p.total))
@@ -82,6 +83,19 @@ func (p progressProgram) Run(ctx context.Context, stdin []byte, limits sandbox.L
 // judges outputs without holding them, as the other judges do.
 func (p progressProgram) RunStreaming(ctx context.Context, stdin []byte, limits sandbox.Limits, out judge.RunOutput) (*sandbox.Result, error) {
 	res, err := judge.RunWithOutput(ctx, p.Program, stdin, limits, out)
+	if pr := progressFrom(ctx); pr != nil && ctx.Err() == nil {
+		pr.notify(ctx, true, "")
+	}
+	return res, err
+}
+
+// Invoke runs an interactive solution through to the wrapped program.
+func (p progressProgram) Invoke(ctx context.Context, inv judge.Invocation) (*sandbox.Result, error) {
+	inner, ok := p.Program.(judge.Invoker)
+	if !ok {
+		return nil, fmt.Errorf("this engine cannot run an interactive solution")
+	}
+	res, err := inner.Invoke(ctx, inv)
 	if pr := progressFrom(ctx); pr != nil && ctx.Err() == nil {
 		pr.notify(ctx, true, "")
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,22 @@ func (p fakeProgram) Run(ctx context.Context, stdin []byte, _ sandbox.Limits) (*
 }
 
 func (fakeProgram) Close() error { return nil }
+
+// Invoke plays a checker whose code is "checker:N": it exits with N,
+// saying so on stdout.
+func (p fakeProgram) Invoke(_ context.Context, inv judge.Invocation) (*sandbox.Result, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(p.code, "checker:"))
+	if err != nil {
+		return nil, fmt.Errorf("fake: %q is no checker", p.code)
+	}
+	msg := fmt.Sprintf("checker says %d", n)
+	_, _ = inv.Stdout.Write([]byte(msg))
+	res := &sandbox.Result{Status: sandbox.StatusOK, Stdout: []byte(msg)}
+	if n != 0 {
+		res.Status, res.ExitCode = sandbox.StatusNonzeroExit, n
+	}
+	return res, nil
+}
 
 func newServer(t *testing.T) (*Server, *fakeRunner) {
 	t.Helper()
@@ -490,6 +507,55 @@ func TestJudgeCodeSubtasks(t *testing.T) {
 	}})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "weight") {
 		t.Errorf("an unknown subtask field: %v %s", err, text(res))
+	}
+}
+
+// TestJudgeCodeChecker: judge_code takes a checker, whose verdict and
+// message are the tests'; its runs are not counted as tests.
+func TestJudgeCodeChecker(t *testing.T) {
+	s, _ := newServer(t)
+	var mu sync.Mutex
+	var progress []*mcp.ProgressNotificationParams
+	cs := connect(t, s, "memory", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		progress = append(progress, req.Params)
+		mu.Unlock()
+	}})
+	params := &mcp.CallToolParams{Name: ToolJudgeCode, Arguments: map[string]any{
+		"language": "python", "code": "echo",
+		"test_cases": []map[string]any{{"id": "a", "input": "1\n", "expected_output": "1\n"}, {"id": "b", "input": "2\n", "expected_output": "2\n"}},
+		"checker":    map[string]any{"language": "python", "code": "checker:2"},
+	}}
+	params.SetProgressToken("chk")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r judge.ExecutionResult
+	structuredInto(t, res, &r)
+	if r.Status != judge.StatusAllFailed || len(r.TestResults) != 2 {
+		t.Fatalf("%+v", r)
+	}
+	for _, tr := range r.TestResults {
+		if tr.Status != judge.TestPresentationError || tr.CheckerMessage == nil || *tr.CheckerMessage != "checker says 2" {
+			t.Errorf("%+v", tr)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range progress {
+		if p.Progress > 2 || p.Total != 2 {
+			t.Errorf("notification %+v: a checker run counted as a test", p)
+		}
+	}
+
+	// A checker's unknown field is refused naming it.
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolJudgeCode, Arguments: map[string]any{
+		"language": "python", "code": "echo", "test_cases": []map[string]any{{"id": "a", "expected_output": "1"}},
+		"checker": map[string]any{"language": "python", "code": "checker:0", "timeout": 3},
+	}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "timeout") {
+		t.Errorf("an unknown checker field: %v %s", err, text(res))
 	}
 }
 

@@ -49,8 +49,8 @@ func (s *Server) addTools() {
 		Name:  ToolJudgeCode,
 		Title: "Judge code against test cases",
 		Description: "Compile a program once, run it on every test case (the input on stdin, the output compared with " +
-			"the expected output) and return a verdict per test (passed, wrong_answer, runtime_error, timeout, " +
-			"memory_exceeded) and overall (all_passed, some_passed, all_failed, compilation_error, …).",
+			"the expected output, or a checker or an interactor) and return a verdict per test (passed, wrong_answer, runtime_error, timeout, " +
+			"memory_exceeded, presentation_error, partial, judge_error) and overall (all_passed, some_passed, all_failed, compilation_error, judge_error, …).",
 		InputSchema: s.judgeSchema(),
 		Annotations: closed,
 	}, s.judgeCode)
@@ -168,7 +168,7 @@ func (s *Server) judgeSchema() map[string]any {
 					"properties": map[string]any{
 						"id":              map[string]any{"type": "string", "description": "Name of the test in the result; default test_<index>."},
 						"input":           map[string]any{"type": "string", "description": "Standard input of the run."},
-						"expected_output": map[string]any{"type": "string", "description": "Expected standard output (\"expected\" is accepted too)."},
+						"expected_output": map[string]any{"type": "string", "description": "Expected standard output (\"expected\" is accepted too); a checker gets it as ANSWER; unused (may be empty) with an interactor."},
 						"is_hidden":       map[string]any{"type": "boolean", "description": "Judge the test without showing its input and outputs in the result."},
 						"timeout_ms": map[string]any{"type": "integer", "minimum": judge.MinTimeoutMS, "maximum": judge.MaxTimeoutMS,
 							"description": "Time limit of this test, replacing timeout_ms."},
@@ -184,11 +184,27 @@ func (s *Server) judgeSchema() map[string]any {
 				"description": "Memory limit of each run, in MB."},
 			"compare": map[string]any{"type": "string", "pattern": `^(normalized|exact|tokens|float(:[0-9.eE+-]+)?)$`, "default": judge.CompareNormalized,
 				"description": "How outputs are compared: normalized (trailing whitespace and empty lines ignored), exact, tokens (any whitespace run equal) or float:EPS (numbers equal within EPS)."},
-			"subtasks": subtasksSchema(),
+			"subtasks":   subtasksSchema(),
+			"checker":    toolSchema("Judges each test instead of compare: run as `checker INPUT OUTPUT ANSWER` (the test's input, the program's stdout, the expected output) once the program ended cleanly. Exit 0 accepted, 1 wrong_answer, 2 presentation_error, 7 partial (points 0..1 first on stdout); anything else is judge_error. Its output is the test's checker_message."),
+			"interactor": toolSchema("Makes the problem interactive: run as `interactor INPUT OUTPUT`, its stdout piped to the solution's stdin and the solution's stdout to its stdin; its exit code decides as a checker's. Not with checker."),
 
 			"args":           argsSchema(),
 			"compiler_flags": compilerFlagsSchema(),
 			"env":            envSchema(),
+		},
+	}
+}
+
+// toolSchema describes judge_code's checker or interactor.
+func toolSchema(description string) map[string]any {
+	return map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"language", "code"},
+		"description":          description,
+		"properties": map[string]any{
+			"language": map[string]any{"type": "string", "description": "Language id or alias of the program."},
+			"code":     map[string]any{"type": "string", "minLength": 1, "description": "Source code of the program."},
 		},
 	}
 }
@@ -345,6 +361,8 @@ type judgeArgs struct {
 	Compare        string           `json:"compare"`
 	RequestID      string           `json:"request_id"`
 	Subtasks       []judge.Subtask  `json:"subtasks"`
+	Checker        *judge.Tool      `json:"checker"`
+	Interactor     *judge.Tool      `json:"interactor"`
 
 	Files []multifile.File `json:"files"`
 	Entry string           `json:"entry"`
@@ -362,8 +380,8 @@ func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	jr := judge.ExecutionRequest{
 		RequestID: a.RequestID, Language: a.Language, Code: a.Code, TestCases: a.TestCases,
 		TimeoutMS: a.TimeoutMS, TotalTimeoutMS: a.TotalTimeoutMS, MemoryLimitMB: a.MemoryLimitMB, Compare: a.Compare,
-		Subtasks: a.Subtasks,
-		Files:    a.Files, Entry: a.Entry,
+		Subtasks: a.Subtasks, Checker: a.Checker, Interactor: a.Interactor,
+		Files: a.Files, Entry: a.Entry,
 		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env,
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {

@@ -177,3 +177,44 @@ func (p *Program) Close() error {
 	}
 	return nil
 }
+
+var _ judge.Invoker = (*Program)(nil)
+
+// collectScript runs "$@", then writes the start of the file $1 to
+// stderr and ends as "$@" did: with its exit status, or killed by the
+// same signal (where the shell is not its namespace's init, which the
+// signal would not reach; there the status 128+N stays).
+var collectScript = fmt.Sprintf(`f=$1; shift; "$@"; s=$?; head -c %d -- "$f" >&2 2>/dev/null; `+
+	`if [ $s -gt 128 ] && [ $s -lt 160 ]; then trap - $((s-128)); kill -$((s-128)) $$; fi; exit $s`, judge.MaxCheckerMessageBytes)
+
+// Invoke runs the program once as inv says: its arguments after the
+// program's own, its files in the run's workspace (beside an interpreted
+// program's source), its streams; see judge.Invoker. The judge runs
+// checkers, interactors and interactive solutions this way.
+func (p *Program) Invoke(ctx context.Context, inv judge.Invocation) (*sandbox.Result, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	spec := p.spec(nil, inv.Limits)
+	spec.Args = append(spec.Args, inv.Args...)
+	for _, f := range inv.Files {
+		if slices.ContainsFunc(spec.Files, func(g sandbox.File) bool { return g.Path == f.Path }) {
+			return nil, fmt.Errorf("%w: file %s would replace the program's own", sandbox.ErrInvalidSpec, f.Path)
+		}
+		spec.Files = append(spec.Files, f)
+	}
+	if inv.Collect != "" {
+		// A shell runs the program, then copies the start of the file
+		// to stderr and exits as the program did: the workspace is gone
+		// once the run is over.
+		spec.Args = append([]string{"/bin/sh", "-c", collectScript, "sh", inv.Collect}, spec.Args...)
+	}
+	spec.Stdin = inv.Stdin
+	spec.Stdout, spec.Stderr, spec.KeepOutput = inv.Stdout, inv.Stderr, inv.Keep
+	if p.series != nil {
+		return p.series.Run(ctx, spec)
+	}
+	return p.b.backend.Run(ctx, spec)
+}

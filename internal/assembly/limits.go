@@ -41,6 +41,11 @@ func JudgeOptions(cfg *config.Config, log *slog.Logger) judge.Options {
 		MaxOutputCeilingKB: l.MaxOutputCeilingKB,
 		KeptOutputKB:       l.KeptOutputKB,
 		KeptOutputTotalKB:  l.KeptOutputTotalKB,
+		ToolLimits: sandbox.Limits{
+			WallTime: l.Checker.Timeout.Std(),
+			CPUTime:  l.Checker.Timeout.Std(),
+			Memory:   int64(l.Checker.MemoryMB) * sandbox.MiB,
+		},
 	}
 }
 

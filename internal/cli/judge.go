@@ -33,6 +33,14 @@ timeout_ms, description} ("expected" is accepted for "expected_output").
 The subtasks file (--subtasks) is a JSON array of {id, points, tests,
 policy, stop_at_first_failure}: the result then has a score.
 
+--checker FILE judges each test with a program of yours, run as
+"checker INPUT OUTPUT ANSWER" (testlib's exit codes: 0 accepted, 1 wrong
+answer, 2 presentation error, 7 partial with points from 0 to 1 first on
+its stdout; 3 or anything else is judge_error). --interactor FILE makes
+the problem interactive: it runs as "interactor INPUT OUTPUT" beside the
+solution, each one's stdout piped to the other's stdin, and its exit code
+decides the same way.
+
 Without --json it shows progress on a terminal and a table at the end; with
 --json it prints the ExecutionResult. Exit status: 0 when every test passed,
 1 otherwise, 2 for bad usage or a refused request.
@@ -59,6 +67,7 @@ type judgeFlags struct {
 	compare   string
 	parallel  int
 	program   programFlags
+	tools     toolFlags
 	args      []string
 	entry     string
 	batch     batchFlags
@@ -78,6 +87,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
 	fs.StringVar(&f.entry, "entry", "", "with a DIR or several FILEs, the `PATH` (relative to the directory) of the file to compile or run")
 	f.program.add(fs)
+	f.tools.add(fs)
 	f.batch.add(fs)
 
 	pos, rest, code, done := a.parseDash(fs, c, args)
@@ -211,7 +221,14 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, pos []string, langs *lang.T
 		}
 	}
 
+	checker, interactor, err := f.tools.tools(langs)
+	if err != nil {
+		return req, a.fail("judge", "%v", err), false
+	}
+
 	req = judge.ExecutionRequest{
+		Checker:        checker,
+		Interactor:     interactor,
 		RequestID:      fmt.Sprintf("cli-%d", time.Now().UnixNano()),
 		Code:           string(src),
 		Language:       language,
@@ -313,8 +330,14 @@ func (a *App) judgeTable(res judge.ExecutionResult) {
 		fmt.Fprintln(tw, "TEST\tSTATUS\tTIME\tMEMORY\tMESSAGE")
 		for _, r := range res.TestResults {
 			msg := ""
-			if r.ErrorMessage != nil {
+			switch {
+			case r.ErrorMessage != nil:
 				msg = firstLine(*r.ErrorMessage, 60)
+			case r.CheckerMessage != nil:
+				msg = firstLine(*r.CheckerMessage, 60)
+			}
+			if r.Points != nil {
+				msg = strings.TrimSpace(fmt.Sprintf("%g points %s", *r.Points, msg))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d ms\t%d KB\t%s\n", r.TestID, r.Status, r.ExecutionTimeMS, r.MemoryUsedKB, msg)
 		}
@@ -328,7 +351,7 @@ func (a *App) judgeTable(res judge.ExecutionResult) {
 		}
 		_ = tw.Flush()
 	}
-	if res.ErrorInfo != nil && res.Status == judge.StatusSandboxError {
+	if res.ErrorInfo != nil && (res.Status == judge.StatusSandboxError || res.Status == judge.StatusJudgeError) {
 		fmt.Fprintf(a.Stdout, "error: %s\n", res.ErrorInfo.Message)
 	}
 	score := ""

@@ -254,6 +254,19 @@ type Limits struct {
 	Compile CompileLimits `yaml:"compile"`
 	// Executor holds the defaults of /execute.
 	Executor ExecutorLimits `yaml:"executor"`
+	// Checker holds the limits of a judge request's checker and
+	// interactor.
+	Checker CheckerLimits `yaml:"checker"`
+}
+
+// CheckerLimits bound each run of a judge request's checker or
+// interactor, apart from the solution's limits.
+type CheckerLimits struct {
+	// Timeout is the CPU and wall time of each run; an interactor's wall
+	// time is the test's time limit plus this.
+	Timeout Duration `yaml:"timeout"`
+	// MemoryMB is the memory limit of each run.
+	MemoryMB int `yaml:"memory_mb"`
 }
 
 // RunLimits are the default limits of a single run (run, /v1/run,
@@ -408,6 +421,11 @@ func Default() *Config {
 			// runner.DefaultCompileLimits, which the compile steps of
 			// run and judge share (internal/assembly's tests keep the
 			// two equal: this package lies below runner).
+			// judge.DefaultToolLimits.
+			Checker: CheckerLimits{
+				Timeout:  Duration(10 * time.Second),
+				MemoryMB: 512,
+			},
 			Compile: CompileLimits{
 				Timeout:      Duration(30 * time.Second),
 				MemoryMB:     512,

@@ -168,6 +168,8 @@ func (l *Limits) validate() error {
 		intRange("limits.run.max_processes", l.Run.MaxProcesses, 1, 4096),
 		intRange("limits.run.max_output_chars", l.Run.MaxOutputChars, 1, 1<<30),
 		durRange("limits.compile.timeout", l.Compile.Timeout, time.Second, 10*time.Minute),
+		durRange("limits.checker.timeout", l.Checker.Timeout, 100*time.Millisecond, 5*time.Minute),
+		intRange("limits.checker.memory_mb", l.Checker.MemoryMB, 16, 65536),
 		intRange("limits.compile.memory_mb", l.Compile.MemoryMB, 16, 65536),
 		floatRange("limits.compile.cpu_cores", l.Compile.CPUCores, 0.05, 64),
 		intRange("limits.compile.max_processes", l.Compile.MaxProcesses, 1, 4096),

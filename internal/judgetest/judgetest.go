@@ -102,6 +102,7 @@ func Run(t *testing.T, backend sandbox.Backend, langs *lang.Table) {
 	t.Run("CompiledOnce", func(t *testing.T) { compiledOnce(t, j) })
 	t.Run("OutputFlood", func(t *testing.T) { outputFlood(t, backend, langs) })
 	t.Run("CompilationError", func(t *testing.T) { compilationError(t, j) })
+	t.Run("CheckerAndInteractor", func(t *testing.T) { checkerAndInteractor(t, j) })
 }
 
 // pythonVerdicts judges a Python program into every verdict: a wrong
