@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -37,27 +39,32 @@ func (s *Store) MaxFileBytes() int64 { return min(s.opts.MaxFileBytes, s.opts.Ma
 // made; whatever stood at path but a directory is replaced, a link
 // included, never written through. What it writes belongs to the user
 // the sandbox runs the session's programs as, so that the next run may
-// change it.
+// change it. It returns the file as a listing shows it.
 //
 // Errors: the path's rules (wsfile.ErrInvalidPath), wsfile.ErrIsDir,
 // wsfile.ErrLink (a directory on the way is a link or a file),
 // wsfile.ErrTooLarge, wsfile.ErrNoSpace (the session's disk cap), and
 // those of Acquire.
-func (s *Store) WriteFile(ctx context.Context, id, path string, r io.Reader) (int64, error) {
+func (s *Store) WriteFile(ctx context.Context, id, path string, r io.Reader) (File, error) {
 	if err := wsfile.CheckPath(path); err != nil {
-		return 0, err
+		return File{}, err
 	}
 	l, err := s.fileLease(ctx, id, true)
 	if err != nil {
-		return 0, err
+		return File{}, err
 	}
 	defer l.Release()
 	root, err := wsfile.Open(l.Dir())
 	if err != nil {
-		return 0, err
+		return File{}, err
 	}
 	defer root.Close()
-	return root.Write(path, r, s.MaxFileBytes())
+	h := sha256.New()
+	n, err := root.Write(path, io.TeeReader(r, h), s.MaxFileBytes())
+	if err != nil {
+		return File{}, err
+	}
+	return File{Path: path, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // FileReader is an open file of a session. The session's next call waits

@@ -45,9 +45,9 @@ func TestFiles(t *testing.T) {
 		t.Fatal("a session was started")
 	}
 	// Writing does.
-	n, err := s.WriteFile(ctx, "s1", "dir/a.txt", strings.NewReader("hello"))
-	if err != nil || n != 5 {
-		t.Fatalf("WriteFile = %d, %v", n, err)
+	f, err := s.WriteFile(ctx, "s1", "dir/a.txt", strings.NewReader("hello"))
+	if err != nil || f != (File{Path: "dir/a.txt", Size: 5, SHA256: "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}) {
+		t.Fatalf("WriteFile = %+v, %v", f, err)
 	}
 	if got := readAll(t, s, ctx, "s1", "dir/a.txt"); got != "hello" {
 		t.Fatalf("read %q", got)

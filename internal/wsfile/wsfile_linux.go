@@ -97,7 +97,7 @@ func (r *Root) parent(p string, create bool) (fd int, name string, err error) {
 	if !create {
 		fd, err = unix.Openat2(r.fd, dir, &unix.OpenHow{Flags: dirFlags, Resolve: beneath})
 		if err != nil {
-			return -1, "", classify(dir, err)
+			return -1, "", fmt.Errorf("%s: %w", p, classify(dir, err))
 		}
 		return fd, name, nil
 	}
@@ -111,14 +111,14 @@ func (r *Root) parent(p string, create bool) (fd int, name string, err error) {
 			if cur != r.fd {
 				_ = unix.Close(cur)
 			}
-			return -1, "", classify(done, err)
+			return -1, "", fmt.Errorf("%s: %w", p, classify(done, err))
 		}
 		next, err := unix.Openat2(cur, part, &unix.OpenHow{Flags: dirFlags, Resolve: beneath})
 		if cur != r.fd {
 			_ = unix.Close(cur)
 		}
 		if err != nil {
-			return -1, "", classify(done, err)
+			return -1, "", fmt.Errorf("%s: %w", p, classify(done, err))
 		}
 		if created && r.chown {
 			if err := unix.Fchown(next, r.uid, r.gid); err != nil {
