@@ -188,12 +188,7 @@ func (s *Server) refuseFile(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, wsfile.ErrNoSpace), errors.Is(err, session.ErrSessionFull), errors.Is(err, session.ErrDiskFull):
 		status, code = http.StatusInsufficientStorage, CodeStorageFull
 	case errors.Is(err, session.ErrTooManySessions):
-		limit, retry := LimitServerSessions, time.Second
-		var le *session.LimitError
-		if errors.As(err, &le) {
-			limit, retry = le.Limit, le.RetryAfter
-		}
-		s.limited(w, r, CodeTooManySessions, limit, retry, "id: "+err.Error())
+		s.sessionLimited(w, r, err, "id")
 		return
 	case errors.Is(err, session.ErrClosed):
 		status, code = http.StatusServiceUnavailable, CodeShuttingDown
@@ -203,4 +198,14 @@ func (s *Server) refuseFile(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	writeError(w, r, status, code, field+": "+err.Error())
+}
+
+// sessionLimited answers 429 a write that would start a session over a
+// cap, naming the cap and when to retry.
+func (s *Server) sessionLimited(w http.ResponseWriter, r *http.Request, err error, field string) {
+	var le *session.LimitError
+	if !errors.As(err, &le) {
+		le = &session.LimitError{Limit: LimitServerSessions, RetryAfter: time.Second}
+	}
+	s.limited(w, r, CodeTooManySessions, le.Limit, le.RetryAfter, field+": "+err.Error())
 }

@@ -238,3 +238,21 @@ func TestSessionFilesOwners(t *testing.T) {
 		t.Errorf("without sessions: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A write that would start a session over a cap is 429 naming it.
+func TestSessionFilesSessionCap(t *testing.T) {
+	store := fileStore(t, session.Options{MaxSessions: 1})
+	s, _ := newTestServer(t, func(o *Options) { o.Sessions = store; o.Runner = store.Wrap(fakeRunner{}) })
+	if rec := do(t, s, "PUT", "/v1/sessions/one/files/a", "x", nil); rec.Code != 200 {
+		t.Fatalf("first: %d %s", rec.Code, rec.Body)
+	}
+	rec := do(t, s, "PUT", "/v1/sessions/two/files/a", "x", nil)
+	e := errOf(t, rec)
+	if rec.Code != 429 || e.Code != CodeTooManySessions || e.Limit != LimitServerSessions || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("second: %d %+v", rec.Code, e)
+	}
+	// Writing into the session that exists still works.
+	if rec := do(t, s, "PUT", "/v1/sessions/one/files/b", "y", nil); rec.Code != 200 {
+		t.Fatalf("the existing session: %d %s", rec.Code, rec.Body)
+	}
+}
