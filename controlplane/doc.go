@@ -21,6 +21,10 @@
 // is not fsynced, since the page cache outlives the process, which is the
 // failure this guards against.
 //
+// The storing and retrying is Outbox's, which other deliveries that must
+// not be lost (the signed callbacks of asynchronous judge submissions)
+// use too, each with its own directory and send function.
+//
 // The token is read from the environment by the caller, sent only in the
 // Authorization header, and never logged or put in an error.
 package controlplane

@@ -10,10 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 )
@@ -107,23 +105,8 @@ type Reporter struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	maxSpool      int
-	maxSpoolBytes int64
-
-	mu      sync.Mutex
-	pending map[string]*pending
-	// spoolBytes is the size of the pending bodies.
-	spoolBytes int64
-	idle       *sync.Cond // signalled when pending shrinks
-	closed     bool
-}
-
-// pending is a result not yet delivered.
-type pending struct {
-	body []byte
-	// gen counts the bodies given for the id, so that a delivery of an
-	// older body does not remove a newer one.
-	gen int
+	// results stores and delivers the results.
+	results *Outbox
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
@@ -138,9 +121,6 @@ func New(opts Options) (*Reporter, error) {
 	if opts.ResultsDir == "" || !filepath.IsAbs(opts.ResultsDir) {
 		return nil, fmt.Errorf("results directory %q is not an absolute path", opts.ResultsDir)
 	}
-	if err := os.MkdirAll(opts.ResultsDir, 0o700); err != nil {
-		return nil, fmt.Errorf("unable to create the results directory: %w", err)
-	}
 	r := &Reporter{
 		base:           u,
 		token:          opts.Token,
@@ -153,17 +133,7 @@ func New(opts Options) (*Reporter, error) {
 		heartbeat:      opts.HeartbeatInterval,
 		attemptTimeout: opts.AttemptTimeout,
 		observe:        opts.Observe,
-		maxSpool:       opts.MaxSpool,
-		maxSpoolBytes:  opts.MaxSpoolBytes,
-		pending:        map[string]*pending{},
 	}
-	if r.maxSpool <= 0 {
-		r.maxSpool = DefaultMaxSpool
-	}
-	if r.maxSpoolBytes <= 0 {
-		r.maxSpoolBytes = DefaultMaxSpoolBytes
-	}
-	r.idle = sync.NewCond(&r.mu)
 	if r.client == nil {
 		r.client = &http.Client{}
 	}
@@ -183,46 +153,34 @@ func New(opts Options) (*Reporter, error) {
 		r.observe = func(string, time.Duration, error) {}
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	results, err := NewOutbox(OutboxOptions{
+		Dir:  opts.ResultsDir,
+		Send: r.sendResult,
+		// The reporter's own backoff, so that the two never differ.
+		Backoff:   r.backoff,
+		MaxItems:  opts.MaxSpool,
+		MaxBytes:  opts.MaxSpoolBytes,
+		Logger:    r.log,
+		IDKey:     "execution_id",
+		Kind:      KindResult,
+		OnFailure: func(id string, attempt int, err error) { r.logFailure(KindResult, id, attempt, err) },
+	})
+	if err != nil {
+		r.cancel()
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	r.results = results
 	return r, nil
 }
 
 // Start re-sends, in the background, every result an earlier process left
 // in the results directory. It returns how many it found.
 func (r *Reporter) Start() int {
-	ents, err := os.ReadDir(r.dir)
-	if err != nil {
-		r.log.Error("unable to read the results directory", "event", "spool_error", "error", err)
-		return 0
-	}
-	n := 0
-	for _, e := range ents {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !e.Type().IsRegular() || !idPattern.MatchString(id) {
-			continue
-		}
-		body, err := readSpool(filepath.Join(r.dir, e.Name()))
-		if err != nil || !json.Valid(body) {
-			r.log.Error("unable to read a stored result", "event", "spool_error", "execution_id", id, "error", err)
-			continue
-		}
-		n++
-		r.enqueue(id, body, false)
-	}
+	n := r.results.Start()
 	if n > 0 {
 		r.log.Info("re-sending stored results", "event", "spool_resend", "count", n)
 	}
 	return n
-}
-
-// readSpool reads a spool file without following a link planted in its
-// place.
-func readSpool(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 64<<20))
 }
 
 // Result reports an execution's result (the /execute result object) in the
@@ -237,110 +195,18 @@ func (r *Reporter) Result(executionID string, result any) error {
 	if err != nil {
 		return fmt.Errorf("unable to encode the result: %w", err)
 	}
-	r.enqueue(executionID, body, true)
-	return nil
+	return r.results.Put(executionID, body)
 }
 
-// enqueue records body for id, stores it when store is set, and starts a
-// delivery unless one is running.
-func (r *Reporter) enqueue(id string, body []byte, store bool) {
-	// The file is written under the lock, so that a delivery finishing
-	// now cannot remove it after it was replaced by this newer result.
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if store {
-		if err := r.store(id, body); err != nil {
-			// The delivery still goes on from memory.
-			r.log.Error("unable to store a result for retry", "event", "spool_error", "execution_id", id, "error", err)
-		}
-	}
-	if r.closed {
-		return
-	}
-	if p, ok := r.pending[id]; ok {
-		r.spoolBytes += int64(len(body) - len(p.body))
-		p.body = body
-		p.gen++
-		return
-	}
-	r.pending[id] = &pending{body: body}
-	r.spoolBytes += int64(len(body))
-	r.wg.Add(1)
-	go r.deliver(id)
-}
-
-// store writes RESULTS_DIR/{id}.json through a rename, so that it is
-// never seen half written.
-func (r *Reporter) store(id string, body []byte) error {
-	tmp, err := os.CreateTemp(r.dir, ".tmp-"+id+"-")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(r.dir, id+".json"))
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
-}
-
-// deliver POSTs the pending result of id until the control plane takes
-// it or the reporter closes.
-func (r *Reporter) deliver(id string) {
-	defer r.wg.Done()
-	path := "/internal/executions/" + url.PathEscape(id) + "/result"
-	for attempt := 0; ; attempt++ {
-		r.mu.Lock()
-		p := r.pending[id]
-		body, gen := p.body, p.gen
-		r.mu.Unlock()
-
-		err := r.post(r.ctx, KindResult, path, body)
-		if err == nil {
-			r.mu.Lock()
-			if p.gen != gen {
-				// A newer body came meanwhile: send it too.
-				r.mu.Unlock()
-				attempt = -1
-				continue
-			}
-			// The stored copy goes before the result stops being
-			// pending, so that Flush returning means both.
-			if err := os.Remove(filepath.Join(r.dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
-				r.log.Error("unable to remove a delivered result", "event", "spool_error", "execution_id", id, "error", err)
-			}
-			r.drop(id)
-			r.mu.Unlock()
-			r.log.Info("result delivered", "event", "result_delivered", "execution_id", id, "attempts", attempt+1)
-			return
-		}
-		r.logFailure(KindResult, id, attempt, err)
-		if !r.wait(attempt) {
-			r.mu.Lock()
-			r.drop(id)
-			r.mu.Unlock()
-			return // closed: the stored file is re-sent at the next start
-		}
-	}
+// sendResult is one delivery attempt of a result.
+func (r *Reporter) sendResult(ctx context.Context, id string, body []byte) error {
+	return r.post(ctx, KindResult, "/internal/executions/"+url.PathEscape(id)+"/result", body)
 }
 
 // wait sleeps before retry number attempt+1; false when the reporter
 // closed meanwhile.
 func (r *Reporter) wait(attempt int) bool {
-	d := r.backoff[min(attempt, len(r.backoff)-1)]
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.ctx.Done():
-		return false
-	}
+	return sleep(r.ctx, r.backoff[min(attempt, len(r.backoff)-1)])
 }
 
 // logFailure logs a failed call; a 401 is an authentication failure.
@@ -496,55 +362,26 @@ func (r *Reporter) Exited(ctx context.Context, exitCode int, reason string) erro
 	}
 }
 
-// drop forgets the pending result of id. r.mu is held.
-func (r *Reporter) drop(id string) {
-	if p, ok := r.pending[id]; ok {
-		r.spoolBytes -= int64(len(p.body))
-		delete(r.pending, id)
-	}
-	r.idle.Broadcast()
-}
-
 // Spool is the number and size of the results not yet delivered.
-func (r *Reporter) Spool() (results int, bytes int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending), r.spoolBytes
-}
+func (r *Reporter) Spool() (results int, bytes int64) { return r.results.Spool() }
 
 // SpoolFull is true when the results not yet delivered reach MaxSpool or
 // MaxSpoolBytes: the caller must not start executions that would add
 // more. Results handed over all the same are still kept and sent, so the
 // spool holds at most the bound plus the executions already started.
-func (r *Reporter) SpoolFull() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending) >= r.maxSpool || r.spoolBytes >= r.maxSpoolBytes
-}
+func (r *Reporter) SpoolFull() bool { return r.results.Full() }
 
 // Pending is the number of results not yet delivered.
 func (r *Reporter) Pending() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending)
+	n, _ := r.results.Spool()
+	return n
 }
 
 // Flush waits until every result is delivered or ctx ends; undelivered
 // results stay stored for the next start.
 func (r *Reporter) Flush(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
-		r.mu.Lock()
-		r.idle.Broadcast()
-		r.mu.Unlock()
-	})
-	defer stop()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for len(r.pending) > 0 {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%d results not delivered: %w", len(r.pending), ctx.Err())
-		}
-		r.idle.Wait()
+	if err := r.results.Flush(ctx); err != nil {
+		return fmt.Errorf("results: %w", err)
 	}
 	return nil
 }
@@ -552,10 +389,8 @@ func (r *Reporter) Flush(ctx context.Context) error {
 // Close stops every retry and heartbeat and waits for them. Results not
 // delivered stay in the results directory. Close is safe to call twice.
 func (r *Reporter) Close() error {
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
 	r.cancel()
+	err := r.results.Close()
 	r.wg.Wait()
-	return nil
+	return err
 }

@@ -107,6 +107,11 @@ func checkContract(t *testing.T, method, path string, rec *httptest.ResponseReco
 // ("{path}", the last) with the rest of the path.
 func specPath(path string) (map[string]any, bool) {
 	path, _, _ = strings.Cut(path, "?")
+	// A literal path wins over a template that matches it too
+	// (/v1/judge/batch over /v1/judge/{id}), as in the server's mux.
+	if item, ok := spec["paths"].(map[string]any)[path]; ok {
+		return item.(map[string]any), true
+	}
 	for p, item := range spec["paths"].(map[string]any) {
 		re := regexp.QuoteMeta(p)
 		re = strings.Replace(re, `\{path\}`, ".+", 1)
@@ -132,7 +137,7 @@ func checkSchema(t *testing.T, what string, body []byte, schema any) {
 
 // validate checks v against the subset of JSON Schema the document uses:
 // type (one or a list), enum, properties, required, additionalProperties
-// false, items, pattern, allOf and $ref.
+// false, items, pattern, allOf, oneOf and $ref.
 func validate(v, schema any, at string) []string {
 	s, ok := resolve(schema).(map[string]any)
 	if !ok {
@@ -150,6 +155,17 @@ func validate(v, schema any, at string) []string {
 			}
 		}
 		errs = append(errs, validate(v, open, at)...)
+	}
+	if alts := asList(s["oneOf"]); len(alts) > 0 {
+		n := 0
+		for _, a := range alts {
+			if len(validate(v, a, at)) == 0 {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, fmt.Sprintf("%s: %s matches %d of the oneOf schemas, not one", at, short(v), n))
+		}
 	}
 	if t, ok := s["type"]; ok {
 		types := asList(t)
@@ -245,7 +261,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("openapi version %q", v)
 	}
 	paths := spec["paths"].(map[string]any)
-	for _, p := range []string{"/execute", "/v1/run", "/v1/judge", "/v1/sessions/{id}", "/mcp", "/health", "/metrics", "/openapi.yaml"} {
+	for _, p := range []string{"/execute", "/v1/run", "/v1/judge", "/v1/judge/{id}", "/v1/sessions/{id}", "/mcp", "/health", "/metrics", "/openapi.yaml"} {
 		if _, ok := paths[p]; !ok {
 			t.Errorf("%s is not documented", p)
 		}
@@ -323,7 +339,7 @@ func TestRequestSchemasMatchDecoders(t *testing.T) {
 		{"ExecuteRequest", sub(schemas["ExecuteRequest"].(map[string]any)), invoke.Request{}, nil},
 		{"RunRequest", sub(schemas["RunRequest"].(map[string]any)), runRequest{}, nil},
 		{"RunRequest.limits", sub(schemas["RunRequest"].(map[string]any), "limits"), execute.ExecutionLimits{}, nil},
-		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judge.ExecutionRequest{}, nil},
+		{"JudgeRequest", sub(schemas["JudgeRequest"].(map[string]any)), judgeRequest{}, nil},
 		{"JudgeRequest.test_cases", sub(schemas["JudgeRequest"].(map[string]any), "test_cases"), judge.TestCase{}, []string{"expected"}},
 		{"JudgeRequest.subtasks", sub(schemas["JudgeRequest"].(map[string]any), "subtasks"), judge.Subtask{}, nil},
 	} {

@@ -398,7 +398,7 @@ func judgeRefusal(r *http.Request, res judge.ExecutionResult, msg string) (map[s
 // judge.
 func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
-	req, err := judge.DecodeRequest(body)
+	req, callbackURL, err := decodeJudge(body)
 	if err != nil {
 		if s.tooLarge(w, r, body) {
 			return
@@ -412,6 +412,10 @@ func (s *Server) handleJudge(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := req.WithDefaults().Validate(); err != nil {
 		s.refuseJudge(w, r, req.RequestID, err)
+		return
+	}
+	if callbackURL != "" {
+		s.submit(w, r, req, callbackURL)
 		return
 	}
 	held, ok := s.hold(w, r, 1)

@@ -34,12 +34,23 @@ func newGate(slots, maxQueue int, onChange func(running, waiting int)) *gate {
 // context's error when ctx ends while waiting. release gives the slot
 // back; it must be called exactly once.
 func (g *gate) acquire(ctx context.Context) (release func(), err error) {
+	wait, err := g.reserve()
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// reserve takes a slot, or a place in the queue, without waiting: it
+// fails with errQueueFull at once when there is neither. wait then
+// waits for the slot, as acquire does; it must be called exactly once.
+func (g *gate) reserve() (wait func(ctx context.Context) (release func(), err error), err error) {
 	g.mu.Lock()
 	if g.running < g.slots && len(g.waiters) == 0 {
 		g.running++
 		g.changed()
 		g.mu.Unlock()
-		return g.release, nil
+		return func(context.Context) (func(), error) { return g.release, nil }, nil
 	}
 	if len(g.waiters) >= g.maxQueue {
 		g.mu.Unlock()
@@ -49,7 +60,11 @@ func (g *gate) acquire(ctx context.Context) (release func(), err error) {
 	g.waiters = append(g.waiters, ch)
 	g.changed()
 	g.mu.Unlock()
+	return func(ctx context.Context) (func(), error) { return g.await(ctx, ch) }, nil
+}
 
+// await waits for the slot handed to ch.
+func (g *gate) await(ctx context.Context, ch chan struct{}) (release func(), err error) {
 	select {
 	case <-ch:
 		return g.release, nil

@@ -148,6 +148,9 @@ type Options struct {
 	// Registry receives the metrics; nil means a registry of the server's
 	// own. /metrics serves it.
 	Registry *prometheus.Registry
+	// Submissions configures asynchronous judge submissions (a
+	// callback_url); without a Secret they are off.
+	Submissions SubmissionOptions
 }
 
 // ExitStatus is the cause of a shutdown: give it to the cancellation of
@@ -190,7 +193,8 @@ type Server struct {
 	sessions Sessions
 	mcp      http.Handler
 	rep      Reporter
-	spool    *spoolGate // nil without a bounded spool
+	spool    *spoolGate   // nil without a bounded spool
+	subs     *submissions // nil when asynchronous submissions are off
 	log      *slog.Logger
 	// clients are the credentials accepted; none means no
 	// Authorization is required.
@@ -287,6 +291,9 @@ func New(opts Options) (*Server, error) {
 		s.metrics.queued.Set(float64(waiting))
 	})
 	s.runCtx, s.stopRuns = context.WithCancelCause(context.Background())
+	if s.subs, err = newSubmissions(s, opts.Submissions); err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
 	if opts.MCP != nil {
 		if opts.Runner == nil {
 			return nil, errors.New("httpapi: MCP needs a Runner")
@@ -337,6 +344,10 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/execute", s.handleExecute, false, true},
 		{http.MethodPost, "/v1/run", s.handleRun, false, true},
 		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
+		// Every method, answering the others itself: a GET pattern
+		// would clash with the method-less 405 pattern of
+		// /v1/judge/batch.
+		{"", "/v1/judge/{id}", s.handleSubmission, false, false},
 		{http.MethodPost, "/v1/judge/batch", s.requireNDJSON(http.HandlerFunc(s.handleJudgeBatch)).ServeHTTP, false, false},
 		{http.MethodGet, "/v1/sessions", s.handleListSessions, false, false},
 		{http.MethodGet, "/v1/sessions/{id}", s.handleGetSession, false, false},
@@ -489,6 +500,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (*ExitStatus, error
 			s.log.Info("re-sending results of an earlier run", "event", "spool_resend", "count", n)
 		}
 	}
+	s.subs.start()
 	s.SetReady()
 	port := 0
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
@@ -534,6 +546,9 @@ func (s *Server) shutdown(srv *http.Server, status *ExitStatus) {
 	// The handlers answer and report as soon as the sandbox killed their
 	// programs; leave a part of the grace for delivery and the exit.
 	waitTimeout(&s.inflight, time.Until(start.Add(s.grace*2/5)))
+	// Callbacks are delivered meanwhile, within the same part of the
+	// grace as the control plane's results.
+	callbacks := s.subs.drain(start.Add(s.grace * 7 / 10))
 	if s.rep != nil {
 		ctx, cancel := context.WithDeadline(context.Background(), start.Add(s.grace*7/10))
 		if err := s.rep.Flush(ctx); err != nil {
@@ -549,6 +564,7 @@ func (s *Server) shutdown(srv *http.Server, status *ExitStatus) {
 			s.log.Warn("unable to close the reporter", "error", err)
 		}
 	}
+	<-callbacks
 	ctx, cancel := context.WithTimeout(context.Background(), max(time.Until(deadline), 50*time.Millisecond))
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {

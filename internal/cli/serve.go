@@ -26,7 +26,7 @@ import (
 
 const serveAbout = `Serve the HTTP API: POST /execute (reported to the control plane),
 POST /v1/run (with session_id), GET /v1/sessions, GET and DELETE
-/v1/sessions/{id}, POST /v1/judge, /mcp (MCP streamable HTTP),
+/v1/sessions/{id}, POST /v1/judge, GET /v1/judge/{id}, /mcp (MCP streamable HTTP),
 GET /health, GET /metrics and GET /openapi.yaml. Logs are JSON lines on
 stderr.
 
@@ -42,6 +42,15 @@ CONTROL_PLANE_URL and INTERNAL_API_TOKEN (report results,
 heartbeats, ready and exited), CONTAINER_ID (default: the host name),
 POD_NAME, RESULTS_DIR (undelivered results, default /tmp/results), and
 every CODERUNNER_* configuration variable.
+
+Asynchronous judging: with CODERUNNER_SERVER_CALLBACK_SECRET set, POST
+/v1/judge with "callback_url" answers 202 with a submission id, judges in
+the same slots and queue, and POSTs the result to the URL signed
+(X-Coderunner-Signature: t=<unix>,v1=<HMAC-SHA256 of "t.body">), retried
+1 s, 2 s, 4 s, then every 10 s and kept in RESULTS_DIR/callbacks
+(server.callback_spool_dir) until delivered; GET /v1/judge/{id} shows it
+(server.submission_ttl). Loopback, private and link-local destinations
+are refused unless server.callback_allowed_hosts names them.
 
 On SIGTERM it stops taking requests, reports running executions as crashed,
 sends the exited callback within 2 s and exits 143 (130 on SIGINT). It
@@ -184,6 +193,18 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 		IdleTimeout:       cfg.Server.IdleTimeout.Std(),
 		Backend:           parts.Backend.Name(),
 		Version:           a.Version,
+		Submissions: httpapi.SubmissionOptions{
+			Secret:         []byte(cfg.Server.CallbackSecret),
+			SpoolDir:       cfg.CallbackSpool(),
+			AllowedHosts:   cfg.Server.CallbackAllowedHostList(),
+			TTL:            cfg.Server.SubmissionTTL.Std(),
+			Max:            cfg.Server.MaxSubmissions,
+			MaxResultBytes: cfg.Server.CallbackMaxResultKB << 10,
+			MaxAge:         cfg.Server.CallbackMaxAge.Std(),
+			Timeout:        cfg.Server.CallbackTimeout.Std(),
+			MaxSpool:       cfg.ControlPlane.MaxSpoolResults,
+			MaxSpoolBytes:  int64(cfg.ControlPlane.MaxSpoolMB) << 20,
+		},
 	}
 	if parts.Sessions != nil {
 		srvOpts.Sessions = parts.Sessions

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -76,6 +77,46 @@ type Server struct {
 	WriteTimeout Duration `yaml:"write_timeout"`
 	// IdleTimeout closes a kept-alive connection idle for this long.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+
+	// CallbackSecret signs the results of asynchronous judge submissions
+	// (POST /v1/judge with a callback_url), at least 16 characters
+	// (CODERUNNER_SERVER_CALLBACK_SECRET); empty turns them off.
+	CallbackSecret Secret `yaml:"callback_secret"`
+	// CallbackAllowedHosts are destinations a callback may reach although
+	// they are loopback, private or link-local (comma-separated host
+	// names, IP addresses or CIDR prefixes); every other such address is
+	// refused.
+	CallbackAllowedHosts string `yaml:"callback_allowed_hosts"`
+	// CallbackSpoolDir keeps the results not yet delivered to their
+	// callbacks; empty means the directory callbacks in
+	// control_plane.results_dir.
+	CallbackSpoolDir string `yaml:"callback_spool_dir"`
+	// CallbackMaxAge is how long a result is retried before its delivery
+	// is given up.
+	CallbackMaxAge Duration `yaml:"callback_max_age"`
+	// CallbackTimeout bounds one delivery attempt.
+	CallbackTimeout Duration `yaml:"callback_timeout"`
+	// CallbackMaxResultKB bounds a result delivered (and kept for GET):
+	// past it the tests' outputs are left out.
+	CallbackMaxResultKB int `yaml:"callback_max_result_kb"`
+	// SubmissionTTL is how long a finished submission stays visible to
+	// GET /v1/judge/{id}.
+	SubmissionTTL Duration `yaml:"submission_ttl"`
+	// MaxSubmissions bounds the submissions kept at once (queued, running
+	// or finished within submission_ttl); more are refused with 503.
+	MaxSubmissions int `yaml:"max_submissions"`
+}
+
+// CallbackAllowedHostList is server.callback_allowed_hosts, split at
+// commas.
+func (s *Server) CallbackAllowedHostList() []string { return splitList(s.CallbackAllowedHosts) }
+
+// CallbackSpool is the directory of undelivered callbacks.
+func (c *Config) CallbackSpool() string {
+	if c.Server.CallbackSpoolDir != "" {
+		return c.Server.CallbackSpoolDir
+	}
+	return filepath.Join(c.ControlPlane.ResultsDir, "callbacks")
 }
 
 // APIKey is one client's key: the client sends the key as
@@ -331,6 +372,13 @@ func Default() *Config {
 			IdleTimeout:       Duration(120 * time.Second),
 			ShutdownTimeout:   Duration(2 * time.Second),
 			LogLevel:          "info",
+			// The control plane's give-up horizon has none; a client's
+			// callback gets a day.
+			CallbackMaxAge:      Duration(24 * time.Hour),
+			CallbackTimeout:     Duration(10 * time.Second),
+			CallbackMaxResultKB: 1024,
+			SubmissionTTL:       Duration(time.Hour),
+			MaxSubmissions:      1000,
 		},
 		Backend: Backend{
 			Name:            "auto",

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coderunner/coderunner/internal/egress"
 )
 
 // Validate reports the first invalid value, naming its key as the YAML
@@ -101,6 +103,9 @@ func (s *Server) validateWeb() error {
 		return fmt.Errorf("server.api_token: holds no token (only commas and spaces)")
 	}
 	if err := s.validateKeys(); err != nil {
+		return err
+	}
+	if err := s.validateCallbacks(); err != nil {
 		return err
 	}
 	return firstErr(
@@ -220,5 +225,28 @@ func (s *Sessions) validate() error {
 		intRange("sessions.max_disk_mb", s.MaxDiskMB, 1, 1<<20),
 		durRange("sessions.max_idle_timeout", s.MaxIdleTimeout, max(time.Minute, s.IdleTimeout.Std()), 7*24*time.Hour),
 		intRange("sessions.max_file_mb", s.MaxFileMB, 1, 1<<20),
+	)
+}
+
+// minCallbackSecret is the shortest server.callback_secret taken.
+const minCallbackSecret = 16
+
+// validateCallbacks checks the keys of asynchronous submissions.
+func (s *Server) validateCallbacks() error {
+	if s.CallbackSecret != "" && len(s.CallbackSecret) < minCallbackSecret {
+		return fmt.Errorf("server.callback_secret: shorter than %d characters; use a long random secret", minCallbackSecret)
+	}
+	if err := egress.ParseAllow(s.CallbackAllowedHostList()); err != nil {
+		return fmt.Errorf("server.callback_allowed_hosts: %w", err)
+	}
+	if s.CallbackSpoolDir != "" && !filepath.IsAbs(s.CallbackSpoolDir) {
+		return fmt.Errorf("server.callback_spool_dir: %q is not an absolute path", s.CallbackSpoolDir)
+	}
+	return firstErr(
+		durRange("server.callback_max_age", s.CallbackMaxAge, time.Minute, 30*24*time.Hour),
+		durRange("server.callback_timeout", s.CallbackTimeout, time.Second, 5*time.Minute),
+		intRange("server.callback_max_result_kb", s.CallbackMaxResultKB, 16, 65536),
+		durRange("server.submission_ttl", s.SubmissionTTL, time.Second, 7*24*time.Hour),
+		intRange("server.max_submissions", s.MaxSubmissions, 1, 100000),
 	)
 }
