@@ -225,3 +225,30 @@ func TestFilesCaps(t *testing.T) {
 		t.Fatalf("left in the workspace: %v, %v", ents, err)
 	}
 }
+
+// TestKeptSessionFiles: the files of a workspace the keeper holds (as
+// without root, here as root too) are reached through its path as any
+// other's, the keeper's tmpfs answering a full workspace.
+func TestKeptSessionFiles(t *testing.T) {
+	s, _ := open(t, Options{MaxBytes: 1 << 20})
+	s.inKeeper = true
+	ctx := context.Background()
+	if _, err := s.WriteFile(ctx, "k", "d/a.txt", strings.NewReader("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, s, ctx, "k", "d/a.txt"); got != "kept" {
+		t.Fatalf("read %q", got)
+	}
+	if list, err := s.ListFiles(ctx, "k"); err != nil || len(list) != 1 || list[0].Path != "d/a.txt" {
+		t.Fatalf("ListFiles = %+v, %v", list, err)
+	}
+	if _, err := s.WriteFile(ctx, "k", "big", bytes.NewReader(make([]byte, 900<<10))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteFile(ctx, "k", "big2", bytes.NewReader(make([]byte, 900<<10))); !errors.Is(err, wsfile.ErrNoSpace) {
+		t.Fatalf("past the kept tmpfs's cap: %v", err)
+	}
+	if err := s.DeleteFile(ctx, "k", "big"); err != nil {
+		t.Fatal(err)
+	}
+}
