@@ -478,3 +478,46 @@ func TestSessionsWarmCapped(t *testing.T) {
 		t.Fatalf("writing 32 MiB in an 8 MiB session workspace: %s %q %q", res.Status, res.Stdout, res.Stderr)
 	}
 }
+
+// TestSessionFiles: a file written through the Go API is the next call's
+// to read and append to; what the call wrote comes back.
+func TestSessionFiles(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	ctx := context.Background()
+	if _, err := c.OpenSessionFile(ctx, "files", "in.txt"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("OpenSessionFile of a new session: %v", err)
+	}
+	f, err := c.WriteSessionFile(ctx, "files", "in.txt", strings.NewReader("21\n"))
+	if err != nil || f.Size != 3 {
+		t.Fatalf("WriteSessionFile = %+v, %v", f, err)
+	}
+	res, err := c.ExecuteCode(ctx, "python", "n = int(open('in.txt').read())\nopen('in.txt', 'a').write('x\\n')\nopen('out.txt', 'w').write(str(2 * n))",
+		WithSession("files"))
+	if err != nil || res.Status != StatusSuccess {
+		t.Fatalf("the run: %+v, %v", res, err)
+	}
+	r, err := c.OpenSessionFile(ctx, "files", "out.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r)
+	_ = r.Close()
+	if string(b) != "42" {
+		t.Fatalf("out.txt holds %q", b)
+	}
+	list, err := c.SessionFiles(ctx, "files")
+	// The run's own source (main.py) is there too.
+	if err != nil || len(list) != 3 || list[0].Path != "in.txt" || list[0].Size != 5 || list[2].Path != "out.txt" {
+		t.Fatalf("SessionFiles = %+v, %v", list, err)
+	}
+	if _, err := c.WriteSessionFile(ctx, "files", "../escape", strings.NewReader("x")); !errors.Is(err, ErrInvalidPath) {
+		t.Fatalf("a path out of the workspace: %v", err)
+	}
+	if err := c.DeleteSessionFile(ctx, "files", "out.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OpenSessionFile(ctx, "files", "out.txt"); !errors.Is(err, ErrFileNotFound) {
+		t.Fatalf("after DeleteSessionFile: %v", err)
+	}
+}

@@ -103,7 +103,8 @@ func checkContract(t *testing.T, method, path string, rec *httptest.ResponseReco
 }
 
 // specPath finds the document's path item for a request path, matching
-// templated segments ("{id}") with any one segment.
+// templated segments ("{id}") with any one segment, and a file's path
+// ("{path}", the last) with the rest of the path.
 func specPath(path string) (map[string]any, bool) {
 	path, _, _ = strings.Cut(path, "?")
 	// A literal path wins over a template that matches it too
@@ -112,7 +113,9 @@ func specPath(path string) (map[string]any, bool) {
 		return item.(map[string]any), true
 	}
 	for p, item := range spec["paths"].(map[string]any) {
-		re := "^" + regexp.MustCompile(`\\\{[^/]+\\\}`).ReplaceAllString(regexp.QuoteMeta(p), "[^/]+") + "$"
+		re := regexp.QuoteMeta(p)
+		re = strings.Replace(re, `\{path\}`, ".+", 1)
+		re = "^" + regexp.MustCompile(`\\\{[^/]+\\\}`).ReplaceAllString(re, "[^/]+") + "$"
 		if regexp.MustCompile(re).MatchString(path) {
 			return item.(map[string]any), true
 		}
