@@ -95,16 +95,16 @@ func (es *eventStream) chunks(chunks []outstream.Chunk) {
 // send writes what is encoded and flushes it. A failure (the client went
 // away, or stopped reading for the write timeout) cancels the run.
 func (es *eventStream) send() error {
-	es.start()
-	_, err := es.w.Write(es.buf.Bytes())
+	err := es.write(es.buf.Bytes())
 	es.buf.Reset()
-	if err == nil {
-		err = es.rc.Flush()
-	}
 	if err != nil {
-		es.cancel(errClientUnreachable)
+		return err
 	}
-	return err
+	if err := es.rc.Flush(); err != nil {
+		es.cancel(errClientUnreachable)
+		return err
+	}
+	return nil
 }
 
 // deliver is the pump's delivery: the chunks as events, at once.
@@ -128,9 +128,23 @@ func (es *eventStream) result(rest []outstream.Chunk, v any) {
 		data = []byte(`{"error":{"code":"internal_error","message":"unable to encode the answer","request_id":""}}`)
 	}
 	es.buf.WriteString("event: result\ndata: ")
-	es.buf.Write(data)
-	es.buf.WriteString("\n\n")
-	_ = es.send()
+	// The result, as large as the output, goes out as it is rather than
+	// copied into the buffer.
+	if es.write(es.buf.Bytes()) == nil && es.write(data) == nil {
+		es.buf.Reset()
+		es.buf.WriteString("\n\n")
+		_ = es.send()
+	}
+}
+
+// write writes b without flushing; a failure cancels the run.
+func (es *eventStream) write(b []byte) error {
+	es.start()
+	_, err := es.w.Write(b)
+	if err != nil {
+		es.cancel(errClientUnreachable)
+	}
+	return err
 }
 
 // streamRun runs req with its output sent as server-sent events as the

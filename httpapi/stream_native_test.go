@@ -21,7 +21,7 @@ import (
 )
 
 // nativeStreamServer serves /v1/run on the native sandbox.
-func nativeStreamServer(t *testing.T) *httptest.Server {
+func nativeStreamServer(t testing.TB) *httptest.Server {
 	t.Helper()
 	testutil.RequireRoot(t)
 	b, err := backend.Open(context.Background(), "native", backend.Options{})
@@ -33,7 +33,11 @@ func nativeStreamServer(t *testing.T) *httptest.Server {
 	tc := l.Discover(context.Background())
 	testutil.Require(t, tc.Available, "python is not available: "+tc.Reason)
 	ex := execute.New(b, lang.Default(), execute.Options{TempDir: t.TempDir()})
-	s, _ := newTestServer(t, func(o *Options) { o.Runner = ex })
+	s, err := New(Options{Executor: newFakeExecutor(), Runner: ex, Backend: "native", MaxConcurrent: 2, QueueSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady()
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return ts
