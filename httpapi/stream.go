@@ -54,16 +54,10 @@ type eventStream struct {
 	cancel  context.CancelCauseFunc
 	started bool
 	buf     bytes.Buffer
-	enc     *json.Encoder
 }
 
 func newEventStream(w http.ResponseWriter, cancel context.CancelCauseFunc) *eventStream {
-	es := &eventStream{w: w, rc: http.NewResponseController(w), cancel: cancel}
-	es.enc = json.NewEncoder(&es.buf)
-	// Programs print <, > and &: escaping them would only make the
-	// events harder to read; the decoded text is the same.
-	es.enc.SetEscapeHTML(false)
-	return es
+	return &eventStream{w: w, rc: http.NewResponseController(w), cancel: cancel}
 }
 
 // start writes the headers once.
@@ -80,16 +74,30 @@ func (es *eventStream) start() {
 	es.w.WriteHeader(http.StatusOK)
 }
 
-// chunks encodes chunks as stdout and stderr events.
-func (es *eventStream) chunks(chunks []outstream.Chunk) {
+// writeAhead is how much encoded output is written out, without a
+// flush, before more is encoded: the buffer stays small whatever the
+// output.
+const writeAhead = 64 << 10
+
+// chunks encodes chunks as stdout and stderr events, writing them out as
+// the buffer fills; what is left in it is for send.
+func (es *eventStream) chunks(chunks []outstream.Chunk) error {
 	for _, c := range chunks {
 		es.buf.WriteString("event: ")
 		es.buf.WriteString(c.Stream.String())
 		es.buf.WriteString("\ndata: ")
 		// A JSON string holds no raw line break: the data is one line.
-		_ = es.enc.Encode(string(c.Data))
-		es.buf.WriteByte('\n')
+		es.buf.Write(appendJSONString(es.buf.AvailableBuffer(), c.Data))
+		es.buf.WriteString("\n\n")
+		if es.buf.Len() >= writeAhead {
+			err := es.write(es.buf.Bytes())
+			es.buf.Reset()
+			if err != nil {
+				return err
+			}
+		}
 	}
+	return nil
 }
 
 // send writes what is encoded and flushes it. A failure (the client went
@@ -109,7 +117,9 @@ func (es *eventStream) send() error {
 
 // deliver is the pump's delivery: the chunks as events, at once.
 func (es *eventStream) deliver(chunks []outstream.Chunk) error {
-	es.chunks(chunks)
+	if err := es.chunks(chunks); err != nil {
+		return err
+	}
 	return es.send()
 }
 
@@ -122,7 +132,9 @@ func (es *eventStream) keepAlive() error {
 // result ends the stream with the rest of the output and the result
 // event, whose data is v as the JSON answer would carry it.
 func (es *eventStream) result(rest []outstream.Chunk, v any) {
-	es.chunks(rest)
+	if es.chunks(rest) != nil {
+		return
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		data = []byte(`{"error":{"code":"internal_error","message":"unable to encode the answer","request_id":""}}`)

@@ -134,7 +134,10 @@ func (w *Writer) Write(b []byte) (int, error) {
 		p.mu.Unlock()
 		return len(b), nil
 	}
-	if n := len(p.pending); n > 0 && p.pending[n-1].Stream == w.s {
+	// Small writes join the last piece; a large one is a piece of its own,
+	// copied once, rather than grown into a piece that is copied as it
+	// grows.
+	if n := len(p.pending); n > 0 && p.pending[n-1].Stream == w.s && len(p.pending[n-1].Data)+len(b) <= p.opts.MaxChunk {
 		p.pending[n-1].Data = append(p.pending[n-1].Data, b...)
 	} else {
 		p.pending = append(p.pending, Chunk{Stream: w.s, Data: append([]byte(nil), b...)})
