@@ -83,8 +83,15 @@ func streamServer(t *testing.T, run runnerFunc, edit func(*Server)) (*Server, *h
 	return s, ts
 }
 
+// answer is a response whose body the test's cleanup closes.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+	Body       io.Reader
+}
+
 // postRun posts body to /v1/run with the Accept header given.
-func postRun(t *testing.T, ctx context.Context, url, body, accept string) *http.Response {
+func postRun(t *testing.T, ctx context.Context, url, body, accept string) *answer {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/run", strings.NewReader(body))
 	if err != nil {
@@ -99,10 +106,10 @@ func postRun(t *testing.T, ctx context.Context, url, body, accept string) *http.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return &answer{StatusCode: resp.StatusCode, Header: resp.Header, Body: resp.Body}
 }
 
-func streamOf(t *testing.T, resp *http.Response) *sseReader {
+func streamOf(t *testing.T, resp *answer) *sseReader {
 	t.Helper()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
 		b, _ := io.ReadAll(resp.Body)
