@@ -491,8 +491,16 @@ func textWarnings(res *Result) []string {
 	var w []string
 	for _, s := range []struct{ name, text string }{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
 		if !utf8.ValidString(s.text) {
-			w = append(w, s.name+" is not valid UTF-8: in JSON each byte that is not shows as U+FFFD")
+			w = append(w, NotUTF8Warning(s.name))
 		}
 	}
 	return w
+}
+
+// NotUTF8Warning is the warning of a result whose stream ("stdout" or
+// "stderr") is not valid UTF-8. It concerns the result's JSON only: a
+// caller that passes the bytes on as they are (run without --json) has
+// nothing to warn of.
+func NotUTF8Warning(stream string) string {
+	return stream + " is not valid UTF-8: in JSON each byte that is not shows as U+FFFD"
 }
