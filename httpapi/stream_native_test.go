@@ -15,6 +15,7 @@ import (
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/internal/outstream"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/lang"
 	_ "github.com/coderunner/coderunner/sandbox/native"
@@ -56,7 +57,11 @@ func collect(t *testing.T, sr *sseReader) (out map[string]string, names []string
 		names = append(names, ev.name)
 		switch ev.name {
 		case "stdout", "stderr":
-			out[ev.name] += ev.text(t)
+			chunk := ev.text(t)
+			if len(chunk) > outstream.DefaultMaxChunk {
+				t.Fatalf("a %s event of %d bytes, over the %d bound", ev.name, len(chunk), outstream.DefaultMaxChunk)
+			}
+			out[ev.name] += chunk
 		case "result":
 			if err := json.Unmarshal([]byte(ev.data), &res); err != nil {
 				t.Fatal(err)
