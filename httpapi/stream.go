@@ -170,8 +170,8 @@ func (s *Server) streamRun(ctx context.Context, w http.ResponseWriter, r *http.R
 	req.Stdout, req.Stderr = pump.Writer(outstream.Stdout), pump.Writer(outstream.Stderr)
 	start := time.Now()
 	res, err := s.runner.Execute(ctx, req)
-	// From here the pump's goroutine is done: this one writes.
 	rest, perr := pump.Close()
+	// The pump's goroutine is done: from here this one writes.
 	switch {
 	case perr != nil || ctx.Err() != nil && s.runCtx.Err() == nil:
 		// The client is gone: no one reads an answer.

@@ -352,3 +352,20 @@ func TestStreamUTF8(t *testing.T) {
 		got += ev.text(t)
 	}
 }
+
+// TestStreamContract: the event stream is an answer the document
+// describes (checkContract: its status and Content-Type), and a run with
+// no output is its result event alone.
+func TestStreamContract(t *testing.T) {
+	s, _ := newTestServer(t, nil)
+	rec := do(t, s, "POST", "/v1/run", pythonRun, map[string]string{"Accept": "text/event-stream"})
+	sr := &sseReader{br: bufio.NewReader(rec.Body)}
+	ev, _ := sr.next(t)
+	if rec.Code != 200 || ev.name != "result" {
+		t.Fatalf("answer %d, first event %+v", rec.Code, ev)
+	}
+	checkSchema(t, "result event", []byte(ev.data), map[string]any{"$ref": "#/components/schemas/RunResult"})
+	if ev, ok := sr.next(t); ok {
+		t.Errorf("an event after the result: %+v", ev)
+	}
+}
