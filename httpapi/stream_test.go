@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -367,5 +368,44 @@ func TestStreamContract(t *testing.T) {
 	checkSchema(t, "result event", []byte(ev.data), map[string]any{"$ref": "#/components/schemas/RunResult"})
 	if ev, ok := sr.next(t); ok {
 		t.Errorf("an event after the result: %+v", ev)
+	}
+}
+
+// TestStreamStalledClientCancelsRun: a client that keeps its connection
+// open but stops reading is cut once a write waits for the write timeout,
+// and its run is stopped; the program's writes never block meanwhile.
+func TestStreamStalledClientCancelsRun(t *testing.T) {
+	cause := make(chan error, 1)
+	s, _ := newTestServer(t, func(o *Options) {
+		o.WriteTimeout = 200 * time.Millisecond
+		o.Runner = runnerFunc(func(ctx context.Context, req execute.Request) (*execute.Result, error) {
+			line := strings.Repeat("z", 1<<16)
+			// Bounded: 125 MiB over 2 s at least, far beyond what the
+			// socket's buffers take and the 200 ms write timeout.
+			for range 2000 {
+				if ctx.Err() != nil {
+					cause <- context.Cause(ctx)
+					return nil, ctx.Err()
+				}
+				_, _ = io.WriteString(req.Stdout, line)
+				time.Sleep(time.Millisecond)
+			}
+			cause <- nil
+			return runResult(req, "", ""), nil
+		})
+	})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+		len(pythonRun), pythonRun)
+	// Never read. The failed write cancels the run, and so does the
+	// server once it has closed the connection: either cause may be first.
+	if err := <-cause; err == nil {
+		t.Error("the run went on to its end for a client that stopped reading")
 	}
 }
