@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
@@ -519,5 +521,53 @@ func TestSessionFiles(t *testing.T) {
 	}
 	if _, err := c.OpenSessionFile(ctx, "files", "out.txt"); !errors.Is(err, ErrFileNotFound) {
 		t.Fatalf("after DeleteSessionFile: %v", err)
+	}
+}
+
+// writes records each write it is given.
+type writes struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, string(p))
+	return len(p), nil
+}
+
+// TestOutputWriters: WithStdout and WithStderr get the output as the
+// program writes it, on the real sandbox: what it printed before a pause
+// is a write of its own, before what it printed after.
+func TestOutputWriters(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	var out, errw writes
+	res, err := c.ExecuteCode(context.Background(), "python",
+		"import sys, time\nprint('a', flush=True)\ntime.sleep(0.2)\nprint('b', flush=True)\nsys.stderr.write('e\\n')\n",
+		WithStdout(&out), WithStderr(&errw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "a\nb\n" || !slices.Equal(out.got, []string{"a\n", "b\n"}) || strings.Join(errw.got, "") != "e\n" {
+		t.Errorf("result %q; stdout writes %q, stderr writes %q", res.Stdout, out.got, errw.got)
+	}
+}
+
+// TestOutputWritersApart: each option sets its own stream only.
+func TestOutputWritersApart(t *testing.T) {
+	step := sandboxtest.Returns(sandbox.Result{Stdout: []byte("o"), Stderr: []byte("e")})
+	f := &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{step, step}}
+	c := newFake(t, f)
+	var a, b writes
+	if _, err := c.ExecuteCode(context.Background(), "python", "x", WithStderr(&b)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteCode(context.Background(), "python", "x", WithStdout(&a)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.got, []string{"o"}) || !slices.Equal(b.got, []string{"e"}) {
+		t.Errorf("stdout writer %q, stderr writer %q", a.got, b.got)
 	}
 }

@@ -209,6 +209,9 @@ type Server struct {
 	version string
 	slots   int
 	queue   int
+	// heartbeat is the silence after which an event stream gets a
+	// keep-alive comment (DefaultHeartbeat).
+	heartbeat time.Duration
 
 	gate     *gate
 	metrics  *metrics
@@ -249,6 +252,8 @@ func New(opts Options) (*Server, error) {
 		queue:    opts.QueueSize,
 		registry: opts.Registry,
 		hosts:    httpguard.Hosts{Allowed: opts.AllowedHosts},
+
+		heartbeat: DefaultHeartbeat,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
