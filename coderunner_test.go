@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
@@ -546,5 +548,96 @@ func TestSessionsWarmCapped(t *testing.T) {
 	}
 	if !strings.Contains(res.Stderr, "No space left") || !strings.Contains(res.Stdout, "rc=1") {
 		t.Fatalf("writing 32 MiB in an 8 MiB session workspace: %s %q %q", res.Status, res.Stdout, res.Stderr)
+	}
+}
+
+// TestSessionFiles: a file written through the Go API is the next call's
+// to read and append to; what the call wrote comes back.
+func TestSessionFiles(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	ctx := context.Background()
+	if _, err := c.OpenSessionFile(ctx, "files", "in.txt"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("OpenSessionFile of a new session: %v", err)
+	}
+	f, err := c.WriteSessionFile(ctx, "files", "in.txt", strings.NewReader("21\n"))
+	if err != nil || f.Size != 3 {
+		t.Fatalf("WriteSessionFile = %+v, %v", f, err)
+	}
+	res, err := c.ExecuteCode(ctx, "python", "n = int(open('in.txt').read())\nopen('in.txt', 'a').write('x\\n')\nopen('out.txt', 'w').write(str(2 * n))",
+		WithSession("files"))
+	if err != nil || res.Status != StatusSuccess {
+		t.Fatalf("the run: %+v, %v", res, err)
+	}
+	r, err := c.OpenSessionFile(ctx, "files", "out.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r)
+	_ = r.Close()
+	if string(b) != "42" {
+		t.Fatalf("out.txt holds %q", b)
+	}
+	list, err := c.SessionFiles(ctx, "files")
+	// The run's own source (main.py) is there too.
+	if err != nil || len(list) != 3 || list[0].Path != "in.txt" || list[0].Size != 5 || list[2].Path != "out.txt" {
+		t.Fatalf("SessionFiles = %+v, %v", list, err)
+	}
+	if _, err := c.WriteSessionFile(ctx, "files", "../escape", strings.NewReader("x")); !errors.Is(err, ErrInvalidPath) {
+		t.Fatalf("a path out of the workspace: %v", err)
+	}
+	if err := c.DeleteSessionFile(ctx, "files", "out.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OpenSessionFile(ctx, "files", "out.txt"); !errors.Is(err, ErrFileNotFound) {
+		t.Fatalf("after DeleteSessionFile: %v", err)
+	}
+}
+
+// writes records each write it is given.
+type writes struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, string(p))
+	return len(p), nil
+}
+
+// TestOutputWriters: WithStdout and WithStderr get the output as the
+// program writes it, on the real sandbox: what it printed before a pause
+// is a write of its own, before what it printed after.
+func TestOutputWriters(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	var out, errw writes
+	res, err := c.ExecuteCode(context.Background(), "python",
+		"import sys, time\nprint('a', flush=True)\ntime.sleep(0.2)\nprint('b', flush=True)\nsys.stderr.write('e\\n')\n",
+		WithStdout(&out), WithStderr(&errw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "a\nb\n" || !slices.Equal(out.got, []string{"a\n", "b\n"}) || strings.Join(errw.got, "") != "e\n" {
+		t.Errorf("result %q; stdout writes %q, stderr writes %q", res.Stdout, out.got, errw.got)
+	}
+}
+
+// TestOutputWritersApart: each option sets its own stream only.
+func TestOutputWritersApart(t *testing.T) {
+	step := sandboxtest.Returns(sandbox.Result{Stdout: []byte("o"), Stderr: []byte("e")})
+	f := &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{step, step}}
+	c := newFake(t, f)
+	var a, b writes
+	if _, err := c.ExecuteCode(context.Background(), "python", "x", WithStderr(&b)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteCode(context.Background(), "python", "x", WithStdout(&a)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.got, []string{"o"}) || !slices.Equal(b.got, []string{"e"}) {
+		t.Errorf("stdout writer %q, stderr writer %q", a.got, b.got)
 	}
 }

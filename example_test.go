@@ -237,3 +237,43 @@ func ExampleWithArgs() {
 	// [/usr/bin/python3 /workspace/main.py in.txt --fast] MODE=test
 	// true env.LD_PRELOAD: names starting with LD_ are refused
 }
+
+// WithStdout and WithStderr stream the program's output while it runs,
+// here to this program's own stdout, stderr's lines marked, and the
+// Result still holds both.
+func ExampleWithStdout() {
+	fake := &sandboxtest.Fake{Programs: map[string]sandboxtest.Step{
+		"/usr/bin/python3": sandboxtest.Returns(sandbox.Result{Stdout: []byte("step 1\nstep 2\n"), Stderr: []byte("slow disk\n")}),
+	}}
+	ctx := context.Background()
+	cr, err := coderunner.New(ctx, coderunner.Options{
+		Sandbox:    fake,
+		ConfigFile: "testdata/examples.yaml",
+		LookupEnv:  func(string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cr.Close()
+	res, err := cr.ExecuteCode(ctx, "python", "print('step 1')\nprint('step 2')",
+		coderunner.WithStdout(os.Stdout), coderunner.WithStderr(marked{"warning: "}))
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	fmt.Printf("%s, %q\n", res.Status, res.Stderr)
+	// Output:
+	// step 1
+	// step 2
+	// warning: slow disk
+	// success, "slow disk\n"
+}
+
+// marked writes to stdout with a prefix before each write.
+type marked struct{ prefix string }
+
+func (m marked) Write(p []byte) (int, error) {
+	fmt.Print(m.prefix, string(p))
+	return len(p), nil
+}

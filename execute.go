@@ -86,10 +86,27 @@ func WithSession(id string) Option { return func(c *call) { c.session = &id } }
 func WithSessionTTL(d time.Duration) Option { return func(c *call) { c.sessionTTL = d } }
 
 // WithOutput streams the program's stdout and stderr to the writers as it
-// runs, in addition to the copies in the Result.
+// runs, in addition to the copies in the Result; a nil writer streams
+// nothing of its stream. It is WithStdout(stdout) and WithStderr(stderr).
 func WithOutput(stdout, stderr io.Writer) Option {
 	return func(c *call) { c.stdout, c.stderr = stdout, stderr }
 }
+
+// WithStdout streams the program's standard output to w as the sandbox
+// reads it, in addition to the copy in Result.Stdout: w sees the same
+// bytes (at most the output limit, MaxOutputChars), in pieces as they
+// come, each write made before the next piece is read. Writes to w come
+// from another goroutine than the caller's, one at a time; a slow w
+// slows the program's output, and its errors are ignored. A compiled
+// language's compiler output goes to the WithStderr writer when the
+// compilation fails.
+func WithStdout(w io.Writer) Option { return func(c *call) { c.stdout = w } }
+
+// WithStderr streams the program's standard error to w as WithStdout
+// streams its standard output. The two writers are called from different
+// goroutines, possibly at once: a writer given to both must be safe for
+// concurrent use.
+func WithStderr(w io.Writer) Option { return func(c *call) { c.stderr = w } }
 
 // WithArgs gives the program args as its arguments, after those its
 // language's run command has (python main.py ARGS, ./main ARGS). At most

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/judge"
@@ -193,6 +194,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		e.setupError(res, err)
 	}
+	res.Warnings = append(res.Warnings, textWarnings(res)...)
 	e.log.Debug("execution finished", "language", req.Language, "backend", res.Backend,
 		"status", res.Status, "exit_code", res.ExitCode, "duration", time.Since(start))
 	return res, nil
@@ -532,3 +534,26 @@ func message(format string, a ...any) *string {
 
 // seconds formats a time limit without a needless fraction: "30", "1.5".
 func seconds(s float64) string { return fmt.Sprintf("%g", s) }
+
+// textWarnings says which output streams are not valid UTF-8: a JSON
+// string cannot hold their bytes as they are, and shows U+FFFD for each
+// byte that is not UTF-8 (in the result and in the streamed chunks
+// alike), so a caller reading JSON is told rather than left to guess.
+// Go callers have the bytes themselves in Stdout and Stderr.
+func textWarnings(res *Result) []string {
+	var w []string
+	for _, s := range []struct{ name, text string }{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
+		if !utf8.ValidString(s.text) {
+			w = append(w, NotUTF8Warning(s.name))
+		}
+	}
+	return w
+}
+
+// NotUTF8Warning is the warning of a result whose stream ("stdout" or
+// "stderr") is not valid UTF-8. It concerns the result's JSON only: a
+// caller that passes the bytes on as they are (run without --json) has
+// nothing to warn of.
+func NotUTF8Warning(stream string) string {
+	return stream + " is not valid UTF-8: in JSON each byte that is not shows as U+FFFD"
+}

@@ -425,3 +425,31 @@ func FuzzValidateSessionID(f *testing.F) {
 		}
 	})
 }
+
+// TestNotUTF8Warned: output that a JSON string cannot hold as it is gets
+// a warning naming its stream; UTF-8 output gets none.
+func TestNotUTF8Warned(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		stdout, stderr string
+		want           []string
+	}{
+		{"utf-8", "héllo €\n", "", nil},
+		{"stdout", "ok \xff\n", "fine", []string{"stdout is not valid UTF-8: in JSON each byte that is not shows as U+FFFD"}},
+		{"both, one cut inside a character", "\xe2\x82", "\xc3", []string{
+			"stdout is not valid UTF-8: in JSON each byte that is not shows as U+FFFD",
+			"stderr is not valid UTF-8: in JSON each byte that is not shows as U+FFFD"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, _ := newTest(t, sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK,
+				Stdout: []byte(tc.stdout), Stderr: []byte(tc.stderr)}))
+			res, err := e.Execute(context.Background(), Request{Language: "script", Code: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.Warnings, tc.want) || res.Stdout != tc.stdout {
+				t.Errorf("warnings %q stdout %q, want %q and the bytes as they are", res.Warnings, res.Stdout, tc.want)
+			}
+		})
+	}
+}

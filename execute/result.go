@@ -70,8 +70,9 @@ type Result struct {
 	// Artifacts lists the files the program left in its workspace.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// Warnings tell where the backend could not give its full isolation
-	// (for example memory limited by rlimits alone); absent when there
-	// are none.
+	// (for example memory limited by rlimits alone), and which of Stdout
+	// and Stderr is not valid UTF-8 (its JSON string shows U+FFFD for
+	// each byte that is not); absent when there are none.
 	Warnings []string `json:"warnings,omitempty"`
 	// Stage is the step that decided the result, StageCompile or
 	// StageRun; empty when the sandbox failed.

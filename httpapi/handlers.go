@@ -189,6 +189,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if wantsEventStream(r) {
+		s.streamRun(ctx, w, r, req, rr.Timeout != nil)
+		return
+	}
 	start := time.Now()
 	res, err := s.runner.Execute(ctx, req)
 	switch {

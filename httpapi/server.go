@@ -85,8 +85,9 @@ type Options struct {
 	Executor Executor
 	Runner   Runner
 	Judge    Judge
-	// Sessions, when set, serves DELETE /v1/sessions/{id}; nil answers
-	// it 404, as no session exists. Runner is what runs requests that
+	// Sessions, when set, serves the session endpoints (and, when it is
+	// a SessionFiles, the files endpoints); nil answers them 404, as no
+	// session exists. Runner is what runs requests that
 	// name a session (session.Store.Wrap).
 	Sessions Sessions
 	// MCP, when set, builds the handler of /mcp (MCP streamable HTTP)
@@ -208,6 +209,9 @@ type Server struct {
 	version string
 	slots   int
 	queue   int
+	// heartbeat is the silence after which an event stream gets a
+	// keep-alive comment (DefaultHeartbeat).
+	heartbeat time.Duration
 
 	gate     *gate
 	metrics  *metrics
@@ -248,6 +252,8 @@ func New(opts Options) (*Server, error) {
 		queue:    opts.QueueSize,
 		registry: opts.Registry,
 		hosts:    httpguard.Hosts{Allowed: opts.AllowedHosts},
+
+		heartbeat: DefaultHeartbeat,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -351,6 +357,10 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, "/v1/sessions", s.handleListSessions, false, false},
 		{http.MethodGet, "/v1/sessions/{id}", s.handleGetSession, false, false},
 		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},
+		{http.MethodGet, "/v1/sessions/{id}/files", s.handleListFiles, false, false},
+		{http.MethodGet, "/v1/sessions/{id}/files/{path...}", s.handleGetFile, false, false},
+		{http.MethodPut, "/v1/sessions/{id}/files/{path...}", s.handlePutFile, false, false},
+		{http.MethodDelete, "/v1/sessions/{id}/files/{path...}", s.handleDeleteFile, false, false},
 		{http.MethodGet, "/health", s.handleHealth, true, false},
 		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true, false},
 		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true, false},

@@ -9,7 +9,11 @@
 //     object /v1/run answers, as structuredContent, and as
 //     text a one-line summary followed by the program's output and the same
 //     JSON. With a session_id, files written in /workspace stay there for
-//     the session's next call.
+//     the session's next call. A client that sends a progress token
+//     receives the output while the program runs: progress notifications
+//     whose message is a chunk of stdout or stderr (at most 8 KiB, whole
+//     UTF-8 characters; _meta.stream names the stream) and whose progress
+//     is the count of output bytes sent, all before the result.
 //   - judge_code compiles once and runs test cases (language, code,
 //     test_cases, timeout_ms, total_timeout_ms, memory_limit_mb, compare, subtasks,
 //     checker, interactor);

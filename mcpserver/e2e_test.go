@@ -122,7 +122,9 @@ func TestStdioEndToEnd(t *testing.T) {
 	}})
 
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 3 {
+	// With sessions (as root, or a user with user namespaces) the files
+	// tools too.
+	if err != nil || len(tools.Tools) != 6 {
 		t.Fatalf("tools %v, %v", tools, err)
 	}
 
@@ -152,6 +154,31 @@ func TestStdioEndToEnd(t *testing.T) {
 	decode(t, res, &r)
 	if strings.Contains(r.Stdout, "kept.txt") {
 		t.Errorf("another session sees the file: %q", r.Stdout)
+	}
+
+	// A file written with write_file is the program's to append to, and
+	// read_file reads what it wrote.
+	res, text = callTool(t, cs, "write_file", map[string]any{"session_id": "e2e", "path": "in/nums.txt", "content": "3\n4\n"})
+	if res.IsError {
+		t.Fatal(text)
+	}
+	res, text = callTool(t, cs, "execute_code", map[string]any{"language": "python", "session_id": "e2e",
+		"code": "n = sum(int(x) for x in open('in/nums.txt'))\nopen('in/nums.txt', 'a').write('5\\n')\nopen('out.bin', 'wb').write(bytes([n, 255]))"})
+	if decode(t, res, &r); r.Status != execute.StatusSuccess {
+		t.Fatalf("the run: %s", text)
+	}
+	var fc struct{ Encoding, Content string }
+	res, text = callTool(t, cs, "read_file", map[string]any{"session_id": "e2e", "path": "in/nums.txt"})
+	if decode(t, res, &fc); fc.Encoding != "utf8" || fc.Content != "3\n4\n5\n" {
+		t.Errorf("read_file: %s", text)
+	}
+	res, text = callTool(t, cs, "read_file", map[string]any{"session_id": "e2e", "path": "out.bin"})
+	if decode(t, res, &fc); fc.Encoding != "base64" || fc.Content != "B/8=" {
+		t.Errorf("read_file of binary: %s", text)
+	}
+	res, text = callTool(t, cs, "list_files", map[string]any{"session_id": "e2e"})
+	if res.IsError || !strings.Contains(text, `"path":"out.bin","size":2`) {
+		t.Errorf("list_files: %s", text)
 	}
 
 	// Errors are tool errors naming what is wrong.

@@ -36,6 +36,9 @@ type Options struct {
 	// Limits are the defaults of execute_code's limits; zero fields take
 	// execute.DefaultLimits'.
 	Limits execute.ExecutionLimits
+	// Files, when set, serves write_file, read_file and list_files on
+	// the sessions' workspaces; nil leaves those tools out.
+	Files Files
 	// Version is reported in the handshake.
 	Version string
 	// Logger receives the SDK's and the server's logs; nil discards them.
@@ -47,6 +50,7 @@ type Options struct {
 type Server struct {
 	mcp    *mcp.Server
 	runner Runner
+	files  Files
 	langs  *lang.Table
 	judge  *judge.Judge
 	limits execute.ExecutionLimits
@@ -80,17 +84,23 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		runner: opts.Runner,
+		files:  opts.Files,
 		langs:  opts.Languages,
 		judge:  judge.New(progressEngine{engine}, jo),
 		limits: opts.Limits,
 		names:  languageNames(opts.Languages),
 		log:    log,
 	}
+	instr := instructions
+	if opts.Files != nil {
+		instr += "\n" + filesInstructions
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "coderunner sandbox", Version: version}, &mcp.ServerOptions{
 		Logger:       log,
-		Instructions: instructions,
+		Instructions: instr,
 	})
 	s.addTools()
+	s.addFileTools()
 	return s, nil
 }
 
@@ -98,6 +108,9 @@ func New(opts Options) (*Server, error) {
 const instructions = `coderunner runs untrusted code in an isolated sandbox (no network, capped memory, CPU, time and output).
 Use execute_code to run a program and see its output; pass the same session_id across calls to keep files in /workspace.
 Use judge_code to check a solution against test cases. Use list_languages to see what is installed.`
+
+// filesInstructions tell it about the files tools, when they are served.
+const filesInstructions = `Use write_file to put a file into a session's /workspace before execute_code, read_file to get one back (text, or base64 for binary), list_files to see them with their sha256.`
 
 // MCP returns the SDK server, for transports this package does not set up.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

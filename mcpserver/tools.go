@@ -41,7 +41,8 @@ func (s *Server) addTools() {
 		Description: "Run a program in an isolated sandbox (no network, limited memory, CPU, time and output) and return " +
 			"its stdout, stderr, exit code, status (success, timeout, execution_error, setup_error) and resource usage. " +
 			"Pass the same session_id on several calls to keep the files the program writes in its working directory " +
-			"(/workspace) from one call to the next.",
+			"(/workspace) from one call to the next. A call with a progress token gets the program's output while it runs, as " +
+			"progress notifications whose message is a chunk of it and whose _meta.stream says stdout or stderr.",
 		InputSchema: s.executeSchema(),
 		Annotations: closed,
 	}, s.executeCode)
@@ -317,6 +318,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	er, err := s.request(a)
 	if err != nil {
 		return toolError(err), nil
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		op := streamOutput(ctx, req.Session, tok, &er)
+		defer op.finish()
 	}
 	res, err := s.runner.Execute(ctx, er)
 	if err != nil {

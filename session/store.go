@@ -73,6 +73,9 @@ type Options struct {
 	// of its tmpfs as root, the entries the usage walk visits otherwise);
 	// default DefaultMaxFiles.
 	MaxFiles int
+	// MaxFileBytes caps a file written by WriteFile; default
+	// DefaultMaxFileBytes, and never more than MaxBytes.
+	MaxFileBytes int64
 	// NoTmpfs makes the workspaces plain directories, measured by
 	// walking them between calls. It is for tests of the Store's own
 	// bookkeeping: no backend accepts such a workspace, since nothing
@@ -115,6 +118,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTotalBytes <= 0 {
 		o.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = DefaultMaxFiles

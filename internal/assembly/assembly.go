@@ -299,6 +299,7 @@ func sessionOptions(cfg *config.Config, dir string, log *slog.Logger) session.Op
 		MaxSessions:    sc.MaxCount,
 		MaxBytes:       int64(cfg.Backend.WorkspaceSizeMB) * sandbox.MiB,
 		MaxTotalBytes:  int64(sc.MaxDiskMB) * sandbox.MiB,
+		MaxFileBytes:   int64(sc.MaxFileMB) * sandbox.MiB,
 		Logger:         log,
 	}
 }

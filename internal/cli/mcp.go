@@ -54,7 +54,7 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 	if parts.EngineErr != nil {
 		log.Warn("the judge is unavailable", "error", parts.EngineErr)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{
+	mo := mcpserver.Options{
 		Runner:       parts.Runner(),
 		Languages:    parts.Languages,
 		Engine:       parts.JudgeEngine(),
@@ -63,7 +63,13 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 		Limits:       parts.DefaultLimits(),
 		Version:      a.Version,
 		Logger:       log,
-	})
+	}
+	if parts.Sessions != nil {
+		// Not a nil *session.Store in the interface: no files tools
+		// without sessions.
+		mo.Files = parts.Sessions
+	}
+	srv, err := mcpserver.New(mo)
 	if err != nil {
 		return a.fail("mcp", "%v", err)
 	}

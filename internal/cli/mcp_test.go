@@ -47,7 +47,8 @@ func TestMCPCommand(t *testing.T) {
 		t.Errorf("server info %+v", got)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 3 {
+	// Sessions are on (the calls below use one): the files tools too.
+	if err != nil || len(tools.Tools) != 6 {
 		t.Fatalf("tools %v, %v", tools, err)
 	}
 	call := func(args map[string]any) (*mcp.CallToolResult, execute.Result) {

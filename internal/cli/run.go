@@ -363,6 +363,9 @@ func (a *App) report(c *common, res *execute.Result) int {
 		return ExitOK
 	}
 	for _, w := range res.Warnings {
+		if w == execute.NotUTF8Warning("stdout") || w == execute.NotUTF8Warning("stderr") {
+			continue // the output passed through as it is, not as JSON
+		}
 		fmt.Fprintf(a.Stderr, "coderunner: warning: %s\n", w)
 	}
 	switch {

@@ -125,6 +125,9 @@ func TestRunExitStatus(t *testing.T) {
 		{"flood", 137, "output limit exceeded"},
 		{"broken", 125, "unable to pivot_root"},
 		{"warn", 0, "coderunner: warning: memory limited by rlimits only"},
+		// Output that is not UTF-8 passes through without a word: only
+		// its JSON needs one.
+		{"print \xff\xfe", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {

@@ -215,7 +215,7 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 		srvOpts.Judge = parts.Judge(parts.JudgeOptions())
 	}
 	srvOpts.MCP = func(slotted httpapi.Runner) (http.Handler, error) {
-		ms, err := mcpserver.New(mcpserver.Options{
+		mo := mcpserver.Options{
 			Runner:       slotted,
 			Languages:    parts.Languages,
 			Engine:       parts.JudgeEngine(),
@@ -224,7 +224,13 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 			Limits:       parts.DefaultLimits(),
 			Version:      a.Version,
 			Logger:       log,
-		})
+		}
+		if parts.Sessions != nil {
+			// Not a nil *session.Store in the interface: no files
+			// tools without sessions.
+			mo.Files = parts.Sessions
+		}
+		ms, err := mcpserver.New(mo)
 		if err != nil {
 			return nil, err
 		}

@@ -367,6 +367,10 @@ type Sessions struct {
 	// MaxIdleTimeout is the longest idle timeout a request may give its
 	// session (session_ttl_seconds); at least IdleTimeout.
 	MaxIdleTimeout Duration `yaml:"max_idle_timeout"`
+	// MaxFileMB caps one file written into a session over the files
+	// endpoints (PUT /v1/sessions/{id}/files/{path}, write_file); a
+	// session's workspace cap (backend.workspace_size_mb) bounds it too.
+	MaxFileMB int `yaml:"max_file_mb"`
 }
 
 // Default returns the configuration used when nothing is set.
@@ -456,6 +460,7 @@ func Default() *Config {
 			// A day: a session may span a working day's pauses, and
 			// sessions.max_count and max_disk_mb bound what idle ones hold.
 			MaxIdleTimeout: Duration(24 * time.Hour),
+			MaxFileMB:      16,
 		},
 	}
 }

@@ -336,6 +336,7 @@ func TestValidationMessages(t *testing.T) {
 		{func(c *Config) { c.Sessions.IdleTimeout = Duration(time.Second) }, "sessions.idle_timeout: 1s is out of range 1m0s..168h0m0s"},
 		{func(c *Config) { c.Sessions.MaxCount = -1 }, "sessions.max_count: -1 is out of range 0..100000"},
 		{func(c *Config) { c.Sessions.MaxDiskMB = 0 }, "sessions.max_disk_mb: 0 is out of range 1..1048576"},
+		{func(c *Config) { c.Sessions.MaxFileMB = 0 }, "sessions.max_file_mb: 0 is out of range 1..1048576"},
 	}
 	for _, tt := range tests {
 		c := Default()

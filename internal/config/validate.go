@@ -226,6 +226,7 @@ func (s *Sessions) validate() error {
 		intRange("sessions.max_count", s.MaxCount, 0, 100000),
 		intRange("sessions.max_disk_mb", s.MaxDiskMB, 1, 1<<20),
 		durRange("sessions.max_idle_timeout", s.MaxIdleTimeout, max(time.Minute, s.IdleTimeout.Std()), 7*24*time.Hour),
+		intRange("sessions.max_file_mb", s.MaxFileMB, 1, 1<<20),
 	)
 }
 

@@ -3,6 +3,7 @@ package hostws
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -23,8 +24,20 @@ func Prepare(dir string, files []sandbox.File, uid int, chown bool) error {
 	}
 	defer unix.Close(fd)
 	if chown {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("unable to inspect workspace %s: %w", dir, err)
+		}
 		if err := unix.Fchown(fd, uid, uid); err != nil {
 			return fmt.Errorf("unable to hand the workspace to the sandbox user: %w", err)
+		}
+		if int(st.Uid) != uid {
+			// Handed to a sandbox user for the first time: what the
+			// host put there before (a session's uploaded files) becomes
+			// that user's too, so that the program may change it.
+			if err := handOver(fd, int(st.Uid), uid, 0); err != nil {
+				return fmt.Errorf("unable to hand the workspace's files to the sandbox user: %w", err)
+			}
 		}
 	}
 	for _, f := range files {
@@ -112,4 +125,58 @@ func mkdirBeneath(dirfd int, rel string, uid int, chown bool) (int, error) {
 		cur = next
 	}
 	return cur, nil
+}
+
+// handOverDepth bounds how deep handOver descends; the host writes no
+// deeper than this (wsfile.MaxDepth).
+const handOverDepth = 32
+
+// handOver gives to uid every entry beneath the directory dirfd that from
+// owns, without following a link (AT_SYMLINK_NOFOLLOW; directories
+// opened beneath, RESOLVE_NO_SYMLINKS) and no deeper than handOverDepth.
+func handOver(dirfd, from, uid, depth int) error {
+	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	d := os.NewFile(uintptr(fd), "")
+	defer d.Close()
+	for {
+		names, rerr := d.Readdirnames(256)
+		for _, name := range names {
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return err
+			}
+			if int(st.Uid) == from {
+				if err := unix.Fchownat(fd, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return err
+				}
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR || depth+1 >= handOverDepth {
+				continue
+			}
+			sub, err := unix.Openat2(fd, name, &unix.OpenHow{
+				Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+				Resolve: beneath,
+			})
+			if err != nil {
+				return err
+			}
+			err = handOver(sub, from, uid, depth+1)
+			_ = unix.Close(sub)
+			if err != nil {
+				return err
+			}
+		}
+		if len(names) == 0 || errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
 }

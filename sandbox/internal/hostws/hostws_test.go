@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -58,5 +61,48 @@ func TestPrepareModesAndDirectories(t *testing.T) {
 	}
 	if err := Prepare(filepath.Join(ws, "missing"), nil, 0, false); err == nil {
 		t.Fatal("a missing workspace was accepted")
+	}
+}
+
+// A workspace handed to a sandbox user for the first time gives that user
+// what the host wrote there before (a session's uploaded files), and
+// nothing a link points to.
+func TestPrepareHandsOverHostFiles(t *testing.T) {
+	testutil.RequireRoot(t)
+	ws := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	for _, err := range []error{
+		os.WriteFile(outside, []byte("host"), 0o600),
+		os.MkdirAll(filepath.Join(ws, "dir"), 0o755),
+		os.WriteFile(filepath.Join(ws, "dir", "data.txt"), []byte("d"), 0o644),
+		os.Symlink(outside, filepath.Join(ws, "link")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const uid = 4321
+	if err := Prepare(ws, nil, uid, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", "dir", "dir/data.txt", "link"} {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(ws, p), &st); err != nil || st.Uid != uid {
+			t.Errorf("%q: owner %d, %v", p, st.Uid, err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(outside, &st); err != nil || st.Uid != 0 {
+		t.Fatalf("the file a link points to changed owner: %d, %v", st.Uid, err)
+	}
+	// Handed over already: a file another user owns is left alone.
+	if err := os.WriteFile(filepath.Join(ws, "later"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prepare(ws, nil, uid, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lstat(filepath.Join(ws, "later"), &st); err != nil || st.Uid != 0 {
+		t.Fatalf("a workspace already handed over was walked again: %d, %v", st.Uid, err)
 	}
 }
