@@ -213,6 +213,7 @@ void detach_workspace(struct config *c);
 // the network namespace of a kept sandbox (network.c)
 void network_baseline(void);
 int network_clean(void);
+void network_close_fds(void);
 
 // a run: its namespaces, the program's start, what it leaves (program.c)
 void lock_capabilities(void);

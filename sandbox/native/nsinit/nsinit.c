@@ -61,6 +61,10 @@ static void keep(const struct config *c, struct exec_plan *plan, const struct op
 			fail("scratch mount %.256s", o->argv[i].s);
 	}
 	plan->keep = o;
+	// What the network namespace must look like after each run: as
+	// before the first. A sandbox never kept (one per request) does
+	// not read it.
+	network_baseline();
 }
 
 // apply carries out the operations of one phase. The program's own
@@ -262,9 +266,6 @@ static void __attribute__((noreturn)) run(void)
 		fail("config: the first phase has no root");
 	}
 	pivot(&c);
-	// What a kept sandbox's network namespace must look like after each
-	// run: as now, before any.
-	network_baseline();
 	lock_capabilities();
 	plan.null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (plan.null < 0)

@@ -271,10 +271,12 @@ static int run_main(void *p)
 		close(a->go);
 	}
 	// The run's init keeps of the sandbox's init's descriptors only what
-	// it uses: not the detached copy of the host's tree, nor the setup.
+	// it uses: not the detached copy of the host's tree, the setup, nor
+	// the network namespace's files a kept sandbox checks.
 	if (a->c->host >= 0)
 		close(a->c->host);
 	close(NSINIT_CONFIG_FD);
+	network_close_fds();
 	// A mount namespace of its own, for a /proc of its PID namespace:
 	// the sandbox's /proc lists the sandbox init's namespace, where the
 	// program's process ids would tell how many the earlier runs made.
