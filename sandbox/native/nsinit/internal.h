@@ -201,6 +201,7 @@ void op_attach(struct config *c, const struct op *o);
 void op_file(const struct config *c, const struct op *o);
 void op_dev(const struct config *c, const struct op *o);
 void mount_proc(const char *dst);
+int unmount_run_proc(const struct config *c);
 void op_proc(struct config *c, const struct op *o);
 void op_userns_max(const struct op *o);
 void loopback_up(void);
