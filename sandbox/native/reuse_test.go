@@ -237,23 +237,25 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(b"\0left-socket"); 
 			reused: ptr(false),
 		},
 		{
-			name: "network counters",
-			leave: []string{python, "-c", `import socket
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.sendto(b"x", ("127.0.0.1", 9))
-try:
-    u.sendto(b"x", ("192.0.2.1", 9))
-except OSError:
-    pass
-u.close()
-v = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-v.sendto(b"x", ("::1", 9))
-v.close()`},
-			look: []string{"/bin/sh", "-c", counterLook},
+			name:  "network counters",
+			leave: []string{python, "-c", moveCounters},
+			look:  []string{"/bin/sh", "-c", counterLook},
 			check: func(t *testing.T, res *sandbox.Result) {
 				sameAsNew(t, res, "the network counters", "/bin/sh", "-c", counterLook)
 			},
 			reused: ptr(false),
+		},
+		{
+			// Each run mounts a /proc of its own PID namespace in the
+			// sandbox's mount namespace, which the init unmounts after
+			// it: the mounts a run sees are a new sandbox's.
+			name:  "mounts, a run's /proc among them",
+			leave: []string{"/bin/sh", "-c", "ls /proc > /dev/null"},
+			look:  []string{"/bin/sh", "-c", mountsLook},
+			check: func(t *testing.T, res *sandbox.Result) {
+				sameAsNew(t, res, "the mounts", "/bin/sh", "-c", mountsLook)
+			},
+			reused: ptr(true),
 		},
 		{
 			name:  "kernel keyrings",
@@ -300,6 +302,49 @@ func sameAsNew(t *testing.T, res *sandbox.Result, what string, look ...string) {
 	if string(res.Stdout) != string(want.Stdout) {
 		t.Errorf("%s: the second request sees\n%s\nwhere a new sandbox sees\n%s", what, res.Stdout, want.Stdout)
 	}
+}
+
+// mountsLook prints the mount point, type, source and options of every
+// mount the run sees, in order, but not the mounts' ids.
+const mountsLook = "while read -r id parent dev root point options rest; do echo \"$point $options ${rest#*- }\"; done < /proc/self/mountinfo"
+
+// moveCounters sends over the loopback interface and to an address with
+// no route, over IPv4 and IPv6, and so moves the network namespace's
+// counters.
+const moveCounters = `import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b"x", ("127.0.0.1", 9))
+try:
+    u.sendto(b"x", ("192.0.2.1", 9))
+except OSError:
+    pass
+u.close()
+v = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+v.sendto(b"x", ("::1", 9))
+v.close()`
+
+// TestReuseChecksEveryRunsNetwork checks that a kept sandbox compares its
+// network namespace with what it was before its first run after every
+// run, not only the first: a second run that moves the counters leaves
+// the sandbox to no one.
+func TestReuseChecksEveryRunsNetwork(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	b := newBackend(t)
+	defer b.Close()
+	reuseRun(t, b, nil, "/bin/true")
+	before := native.ReusedRuns(b)
+	reuseRun(t, b, nil, python, "-c", moveCounters)
+	if native.ReusedRuns(b) == before {
+		t.Fatal("the second request did not run in the first's sandbox")
+	}
+	before = native.ReusedRuns(b)
+	res := reuseRun(t, b, nil, "/bin/sh", "-c", counterLook)
+	if native.ReusedRuns(b) != before {
+		t.Fatal("the third request ran in the sandbox whose run moved the network counters")
+	}
+	sameAsNew(t, res, "the network counters", "/bin/sh", "-c", counterLook)
 }
 
 // counterLook prints the network namespace's counters a run may move: the
