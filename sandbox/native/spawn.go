@@ -67,7 +67,12 @@ type started struct {
 	// programStreams are the program's ends of the pipes of the next run
 	// of a kept sandbox, until they are sent.
 	programStreams [3]*os.File
-	once           sync.Once
+	// readyDone, for a kept sandbox, closes once its init answered
+	// whether it is ready for another run (awaitReady); readyErr is nil
+	// when it is.
+	readyDone chan struct{}
+	readyErr  error
+	once      sync.Once
 }
 
 // spawn starts a sandbox init. Creating namespaces (a network namespace
@@ -548,6 +553,38 @@ func (s *started) readied() error {
 	return nil
 }
 
+// awaitReady reads, in the background, a kept sandbox's answer to
+// whether it is ready for another run (readied), so that its series can
+// tell, without waiting, which of its sandboxes are (answered). The read
+// ends with the answer, the init's end, readyWait or the sandbox's
+// release, which closes the pipe.
+func (s *started) awaitReady() {
+	done := make(chan struct{})
+	s.readyDone = done
+	go func() {
+		s.readyErr = s.readied()
+		close(done)
+	}()
+}
+
+// answered reports whether a kept sandbox's init answered whether it is
+// ready for another run, and if so the answer (nil: it is).
+func (s *started) answered() (bool, error) {
+	select {
+	case <-s.readyDone:
+		return true, s.readyErr
+	default:
+		return false, nil
+	}
+}
+
+// whenReady waits for a kept sandbox's answer to whether it is ready for
+// another run (nil: it is).
+func (s *started) whenReady() error {
+	<-s.readyDone
+	return s.readyErr
+}
+
 // alive reports whether the init still waits for its setup.
 func (s *started) alive() bool {
 	select {
@@ -730,6 +767,16 @@ func (b *Backend) refill(p *warmPool) {
 // take returns a started init limited for a run that binds sources: a warm
 // one when there is one that can reach them, else a new one.
 func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (*started, error) {
+	return b.takeFrom(lim, sources, workspace, false)
+}
+
+// takeWarm is take, but returns nil, without starting a sandbox, when no
+// warm one suits the run.
+func (b *Backend) takeWarm(lim sandbox.Limits, sources []string, workspace string) (*started, error) {
+	return b.takeFrom(lim, sources, workspace, true)
+}
+
+func (b *Backend) takeFrom(lim sandbox.Limits, sources []string, workspace string, warmOnly bool) (*started, error) {
 	b.learn(sources)
 	need := sources
 	if workspace != "" {
@@ -742,11 +789,14 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 		// see hostWorkspace) mounted after a warm sandbox copied the
 		// host's mounts is not in that copy: only a new sandbox sees
 		// it.
+		if warmOnly {
+			return nil, nil
+		}
 		s, err = b.coldStart(need)
-	} else {
-		s, err = b.warm(need)
+	} else if s = b.warmReady(need); s == nil && !warmOnly {
+		s, err = b.coldStart(need)
 	}
-	if err != nil {
+	if err != nil || s == nil {
 		return nil, err
 	}
 	if s.background {
@@ -807,7 +857,8 @@ func cgroupLimits(lim sandbox.Limits) cgroup.Limits {
 	}
 }
 
-func (b *Backend) warm(sources []string) (*started, error) {
+// warmReady returns a warm sandbox that reaches sources, or nil.
+func (b *Backend) warmReady(sources []string) *started {
 	if b.pool != nil {
 		for {
 			select {
@@ -821,7 +872,7 @@ func (b *Backend) warm(sources []string) (*started, error) {
 					// Its slot stays taken until its run is over, so
 					// that the refill does not compete with the run.
 					s.freeSlot = func() { <-b.pool.slots }
-					return s, nil
+					return s
 				}
 				// Keep it, with its slot, for a run it suits; this one
 				// needs a source only a new init can open.
@@ -833,13 +884,13 @@ func (b *Backend) warm(sources []string) (*started, error) {
 					b.pool.ready <- s // never blocks: it was just taken out
 				}
 				b.pool.mu.Unlock()
-				return b.coldStart(sources)
+				return nil
 			default:
 			}
 			break
 		}
 	}
-	return b.coldStart(sources)
+	return nil
 }
 
 // coldStart starts a sandbox for a run that none ready suits.
