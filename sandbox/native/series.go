@@ -232,15 +232,17 @@ func (r *run) acquire() (*started, error) {
 	if r.series != nil {
 		mounts := string(r.mounts.buf)
 		sp, waiting := r.series.take(mounts)
-		if sp == nil && waiting == 1 {
+		if sp == nil && waiting == 1 && r.series.requests {
 			// The one kept sandbox is still making itself ready (its
 			// init unmounts and mounts, which waits for the kernel):
-			// a warm one, if there is one, spares the run the wait,
-			// and the series keeps it too. With two or more waiting,
-			// the run waits instead, for the one that has waited the
-			// longest: so a series keeps at most one sandbox more
-			// than it has runs at once, and never gives one up for a
-			// new one while the machine is slow.
+			// a warm one, if there is one, spares the request the
+			// wait, and the series keeps it too. With two or more
+			// waiting, the run waits instead, for the one that has
+			// waited the longest: so the backend's series keeps at
+			// most one sandbox more than it has runs at once, and
+			// never gives one up for a new one while the machine is
+			// slow. A caller's series (a judge's tests of one
+			// program) keeps to its own sandboxes.
 			if w, err := r.b.takeWarm(r.spec.Limits, r.sources, r.workspace); w != nil || err != nil {
 				return r.first(w, err)
 			}
