@@ -65,8 +65,9 @@ type started struct {
 	stdin, stdout, stderr, config, status *os.File
 	reports                               *bufio.Reader
 	// programStreams are the program's ends of the pipes of the next run
-	// of a kept sandbox, until they are sent.
-	programStreams [3]*os.File
+	// of a kept sandbox, while haveStreams, until they are sent.
+	programStreams [3]int
+	haveStreams    bool
 	// readyDone, for a kept sandbox, closes once its init answered
 	// whether it is ready for another run (awaitReady); readyErr is nil
 	// when it is.
@@ -417,6 +418,12 @@ func (s *started) close() {
 		for _, f := range []*os.File{s.stdin, s.stdout, s.stderr, s.config, s.status} {
 			_ = f.Close()
 		}
+		if s.haveStreams {
+			for _, fd := range s.programStreams {
+				_ = unix.Close(fd)
+			}
+			s.haveStreams = false
+		}
 		// After every kill: a reaped init's pidfd still answers, with
 		// ESRCH.
 		if s.pidfd != nil {
@@ -456,50 +463,83 @@ func streamPipes() (parent, child [3]*os.File, err error) {
 
 // newStreams makes the pipes of the next run of a kept sandbox: the
 // parent's ends replace the previous run's, the program's are sent with
-// the run (sendRun).
-func (s *started) newStreams() error {
-	parent, child, err := streamPipes()
-	if err != nil {
-		return err
+// the run (sendRun). The parent's ends are read and written through the
+// runtime's poller, as os.Pipe makes them; the program's stay bare
+// descriptors, in the blocking mode the program gets them in, which
+// os.Pipe would make non-blocking and sending them blocking again.
+func (s *started) newStreams() (retErr error) {
+	var parent [3]*os.File
+	var child [3]int
+	made := 0
+	defer func() {
+		if retErr != nil {
+			for i := range made {
+				_ = parent[i].Close()
+				_ = unix.Close(child[i])
+			}
+		}
+	}()
+	for i := range 3 {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return fmt.Errorf("unable to create pipe: %w", err)
+		}
+		ours, theirs := p[0], p[1]
+		if i == 0 {
+			ours, theirs = p[1], p[0]
+		}
+		if err := unix.SetNonblock(ours, true); err != nil {
+			_ = unix.Close(p[0])
+			_ = unix.Close(p[1])
+			return fmt.Errorf("unable to create pipe: %w", err)
+		}
+		parent[i], child[i] = os.NewFile(uintptr(ours), streamNames[i]), theirs
+		made++
 	}
 	s.stdin, s.stdout, s.stderr = parent[0], parent[1], parent[2]
 	s.programStreams = child
+	s.haveStreams = true
 	return nil
 }
+
+var streamNames = [3]string{"stdin", "stdout", "stderr"}
 
 // sendRun gives a kept sandbox its next run: the second phase, with the
 // program's ends of the pipes newStreams made on its first byte, and
 // tree, the detached mount of the run's host workspace, if not nil.
 func (s *started) sendRun(phase []byte, tree *os.File) error {
-	child := s.programStreams
-	s.programStreams = [3]*os.File{}
-	defer func() {
-		for _, f := range child {
-			if f != nil {
-				_ = f.Close()
-			}
-		}
-	}()
-	if child[0] == nil {
+	if !s.haveStreams {
 		return errors.New("no streams for the run")
 	}
+	child := s.programStreams
+	s.haveStreams = false
+	defer func() {
+		for _, fd := range child {
+			_ = unix.Close(fd)
+		}
+	}()
 	if tree != nil {
-		return s.sendWith(phase, child[0], child[1], child[2], tree)
+		return s.sendFDs(phase, child[0], child[1], child[2], int(tree.Fd()))
 	}
-	return s.sendWith(phase, child[:]...)
+	return s.sendFDs(phase, child[:]...)
 }
 
 // sendWith sends a frame over the config socket with the descriptors of
 // files as SCM_RIGHTS on its first byte; the caller keeps files open
 // until it returns.
 func (s *started) sendWith(phase []byte, files ...*os.File) error {
-	raw, err := s.config.SyscallConn()
-	if err != nil {
-		return err
-	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
+	}
+	return s.sendFDs(phase, fds...)
+}
+
+// sendFDs is sendWith for bare descriptors.
+func (s *started) sendFDs(phase []byte, fds ...int) error {
+	raw, err := s.config.SyscallConn()
+	if err != nil {
+		return err
 	}
 	rights := unix.UnixRights(fds...)
 	var sent int
