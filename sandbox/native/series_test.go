@@ -278,9 +278,10 @@ func TestSeriesKeepsOneMoreThanItRuns(t *testing.T) {
 			t.Fatalf("%d sandboxes kept after runs one at a time, want at most 2", len(pids))
 		}
 	}
-	// Two runs at most (the first and one that took a warm sandbox)
-	// start in a sandbox that is not kept.
-	if n := native.ReusedRuns(b); n < runs-2 {
-		t.Fatalf("%d of %d runs were served by a kept sandbox, want at least %d", n, runs, runs-2)
+	// Two runs (the first and one that took a warm sandbox) start in a
+	// sandbox that is not kept, and a few more may where a kept one
+	// could not be made ready: the rest are served by the two.
+	if n := native.ReusedRuns(b); n < runs-4 {
+		t.Fatalf("%d of %d runs were served by a kept sandbox, want at least %d", n, runs, runs-4)
 	}
 }
