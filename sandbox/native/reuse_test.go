@@ -45,6 +45,18 @@ func reuseRun(t *testing.T, b *native.Backend, mutate func(*sandbox.Spec), args 
 	return res
 }
 
+// keptRun is reuseRun once the sandboxes b keeps between requests have
+// said whether they are ready: without the wait a request on a slow
+// machine may rightly take a warm sandbox, and a test of what a kept
+// sandbox hides would then test nothing.
+func keptRun(t *testing.T, b *native.Backend, mutate func(*sandbox.Spec), args ...string) *sandbox.Result {
+	t.Helper()
+	if !native.WaitKeptAnswered(b) {
+		t.Fatal("a kept sandbox did not say within 30 s whether it is ready")
+	}
+	return reuseRun(t, b, mutate, args...)
+}
+
 func TestReuseHidesTheEarlierRequest(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("no /usr/bin/python3")
@@ -278,7 +290,7 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(b"\0left-socket"); 
 			}
 			reuseRun(t, b, tt.mutateLeave, tt.leave...)
 			before := native.ReusedRuns(b)
-			res := reuseRun(t, b, tt.mutateLook, tt.look...)
+			res := keptRun(t, b, tt.mutateLook, tt.look...)
 			reused := native.ReusedRuns(b) > before
 			if tt.reused != nil && reused != *tt.reused {
 				t.Fatalf("the second request ran in the first's sandbox: %v, want %v", reused, *tt.reused)
@@ -335,12 +347,12 @@ func TestReuseChecksEveryRunsNetwork(t *testing.T) {
 	defer b.Close()
 	reuseRun(t, b, nil, "/bin/true")
 	before := native.ReusedRuns(b)
-	reuseRun(t, b, nil, python, "-c", moveCounters)
+	keptRun(t, b, nil, python, "-c", moveCounters)
 	if native.ReusedRuns(b) == before {
 		t.Fatal("the second request did not run in the first's sandbox")
 	}
 	before = native.ReusedRuns(b)
-	res := reuseRun(t, b, nil, "/bin/sh", "-c", counterLook)
+	res := keptRun(t, b, nil, "/bin/sh", "-c", counterLook)
 	if native.ReusedRuns(b) != before {
 		t.Fatal("the third request ran in the sandbox whose run moved the network counters")
 	}
@@ -367,7 +379,7 @@ func TestPerRequestNeverReuses(t *testing.T) {
 	k := newBackend(t)
 	defer k.Close()
 	for range 5 {
-		reuseRun(t, k, nil, "/bin/true")
+		keptRun(t, k, nil, "/bin/true")
 	}
 	if n := native.ReusedRuns(k); n != 4 {
 		t.Fatalf("%d of 5 runs were served by a kept sandbox, want 4", n)
