@@ -496,7 +496,8 @@ func TestUpdate(t *testing.T) {
 
 // TestRefillCPU writes a kept group's CPU bandwidth again (which the
 // kernel takes as a new period with the whole quota), on both versions,
-// and nothing without a CPU limit.
+// and nothing without a CPU limit; on v1 the quota alone, whose write
+// refills as the period's does.
 func TestRefillCPU(t *testing.T) {
 	l := Limits{Memory: 64 << 20, Processes: 32, CPUs: 0.5}
 	for _, tc := range []struct {
@@ -505,9 +506,11 @@ func TestRefillCPU(t *testing.T) {
 		dir   string
 		file  string
 		after string
+		// untouched is a file the refill does not write.
+		untouched string
 	}{
-		{"v2", v2Tree, v2Base + "/run-1", "cpu.max", "50000 100000"},
-		{"v1", v1Tree, v1Base("cpu") + "/run-1", "cpu.cfs_quota_us", "50000"},
+		{"v2", v2Tree, v2Base + "/run-1", "cpu.max", "50000 100000", ""},
+		{"v1", v1Tree, v1Base("cpu") + "/run-1", "cpu.cfs_quota_us", "50000", "cpu.cfs_period_us"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, opts := tc.tree(t)
@@ -519,6 +522,9 @@ func TestRefillCPU(t *testing.T) {
 			// What the kernel keeps in the file is the same value: the
 			// write is what counts, so the test clears the file first.
 			f.write(tc.dir+"/"+tc.file, "")
+			if tc.untouched != "" {
+				f.write(tc.dir+"/"+tc.untouched, "")
+			}
 			if err := g.RefillCPU(Limits{}); err != nil {
 				t.Fatal(err)
 			}
@@ -530,6 +536,9 @@ func TestRefillCPU(t *testing.T) {
 			}
 			if got := f.dirFiles(tc.dir)[tc.file]; got != tc.after {
 				t.Errorf("%s = %q after RefillCPU, want %q", tc.file, got, tc.after)
+			}
+			if got := f.dirFiles(tc.dir)[tc.untouched]; tc.untouched != "" && got != "" {
+				t.Errorf("%s = %q after RefillCPU, want it untouched", tc.untouched, got)
 			}
 			if err := g.Destroy(); err != nil {
 				t.Fatal(err)

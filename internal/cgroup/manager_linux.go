@@ -153,7 +153,8 @@ func (g *Group) write(h int, f ctl, val []byte) error {
 // what an earlier run used in the current period runs again at once. A
 // group kept from one run to the next calls it before each, so that no
 // run waits on its predecessor's CPU time. Without a CPU limit it does
-// nothing.
+// nothing. On v1 it writes the quota alone: either file's write refills,
+// and the period is the one Create or Update wrote.
 func (g *Group) RefillCPU(l Limits) error {
 	if l.CPUs <= 0 {
 		return nil
@@ -165,6 +166,10 @@ func (g *Group) RefillCPU(l Limits) error {
 	defer g.mu.RUnlock()
 	if g.destroyed {
 		return fmt.Errorf("unable to refill the CPU time of %s: %w", g.name, ErrDestroyed)
+	}
+	if g.m.version == V1 {
+		q, _ := cpuQuota(l.CPUs)
+		return g.set(g.m.cpu, ctlCFSQuota, q)
 	}
 	return g.setCPU(l.CPUs)
 }

@@ -84,3 +84,30 @@ func Idle(b *Backend) (pids []int, groups []string) {
 	}
 	return pids, groups
 }
+
+// WaitKeptAnswered waits, for up to 30 seconds, until every sandbox b
+// keeps between requests has answered whether it is ready for another
+// run, and reports whether they have. A request that comes sooner may
+// rightly take a warm sandbox instead of waiting; tests that assert a
+// request ran in the kept sandbox wait for the answer first, so that
+// they do not depend on how fast the machine is.
+func WaitKeptAnswered(b *Backend) bool {
+	if b.kept == nil {
+		return true
+	}
+	for range 3000 {
+		b.kept.mu.Lock()
+		all := true
+		for _, k := range b.kept.idle {
+			if answered, _ := k.sp.answered(); !answered {
+				all = false
+			}
+		}
+		b.kept.mu.Unlock()
+		if all {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}

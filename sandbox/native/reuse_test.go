@@ -45,6 +45,18 @@ func reuseRun(t *testing.T, b *native.Backend, mutate func(*sandbox.Spec), args 
 	return res
 }
 
+// keptRun is reuseRun once the sandboxes b keeps between requests have
+// said whether they are ready: without the wait a request on a slow
+// machine may rightly take a warm sandbox, and a test of what a kept
+// sandbox hides would then test nothing.
+func keptRun(t *testing.T, b *native.Backend, mutate func(*sandbox.Spec), args ...string) *sandbox.Result {
+	t.Helper()
+	if !native.WaitKeptAnswered(b) {
+		t.Fatal("a kept sandbox did not say within 30 s whether it is ready")
+	}
+	return reuseRun(t, b, mutate, args...)
+}
+
 func TestReuseHidesTheEarlierRequest(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("no /usr/bin/python3")
@@ -237,23 +249,25 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(b"\0left-socket"); 
 			reused: ptr(false),
 		},
 		{
-			name: "network counters",
-			leave: []string{python, "-c", `import socket
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.sendto(b"x", ("127.0.0.1", 9))
-try:
-    u.sendto(b"x", ("192.0.2.1", 9))
-except OSError:
-    pass
-u.close()
-v = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-v.sendto(b"x", ("::1", 9))
-v.close()`},
-			look: []string{"/bin/sh", "-c", counterLook},
+			name:  "network counters",
+			leave: []string{python, "-c", moveCounters},
+			look:  []string{"/bin/sh", "-c", counterLook},
 			check: func(t *testing.T, res *sandbox.Result) {
 				sameAsNew(t, res, "the network counters", "/bin/sh", "-c", counterLook)
 			},
 			reused: ptr(false),
+		},
+		{
+			// Each run mounts a /proc of its own PID namespace in the
+			// sandbox's mount namespace, which the init unmounts after
+			// it: the mounts a run sees are a new sandbox's.
+			name:  "mounts, a run's /proc among them",
+			leave: []string{"/bin/sh", "-c", "ls /proc > /dev/null"},
+			look:  []string{"/bin/sh", "-c", mountsLook},
+			check: func(t *testing.T, res *sandbox.Result) {
+				sameAsNew(t, res, "the mounts", "/bin/sh", "-c", mountsLook)
+			},
+			reused: ptr(true),
 		},
 		{
 			name:  "kernel keyrings",
@@ -276,7 +290,7 @@ v.close()`},
 			}
 			reuseRun(t, b, tt.mutateLeave, tt.leave...)
 			before := native.ReusedRuns(b)
-			res := reuseRun(t, b, tt.mutateLook, tt.look...)
+			res := keptRun(t, b, tt.mutateLook, tt.look...)
 			reused := native.ReusedRuns(b) > before
 			if tt.reused != nil && reused != *tt.reused {
 				t.Fatalf("the second request ran in the first's sandbox: %v, want %v", reused, *tt.reused)
@@ -302,6 +316,49 @@ func sameAsNew(t *testing.T, res *sandbox.Result, what string, look ...string) {
 	}
 }
 
+// mountsLook prints the mount point, type, source and options of every
+// mount the run sees, in order, but not the mounts' ids.
+const mountsLook = "while read -r id parent dev root point options rest; do echo \"$point $options ${rest#*- }\"; done < /proc/self/mountinfo"
+
+// moveCounters sends over the loopback interface and to an address with
+// no route, over IPv4 and IPv6, and so moves the network namespace's
+// counters.
+const moveCounters = `import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b"x", ("127.0.0.1", 9))
+try:
+    u.sendto(b"x", ("192.0.2.1", 9))
+except OSError:
+    pass
+u.close()
+v = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+v.sendto(b"x", ("::1", 9))
+v.close()`
+
+// TestReuseChecksEveryRunsNetwork checks that a kept sandbox compares its
+// network namespace with what it was before its first run after every
+// run, not only the first: a second run that moves the counters leaves
+// the sandbox to no one.
+func TestReuseChecksEveryRunsNetwork(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	b := newBackend(t)
+	defer b.Close()
+	reuseRun(t, b, nil, "/bin/true")
+	before := native.ReusedRuns(b)
+	keptRun(t, b, nil, python, "-c", moveCounters)
+	if native.ReusedRuns(b) == before {
+		t.Fatal("the second request did not run in the first's sandbox")
+	}
+	before = native.ReusedRuns(b)
+	res := keptRun(t, b, nil, "/bin/sh", "-c", counterLook)
+	if native.ReusedRuns(b) != before {
+		t.Fatal("the third request ran in the sandbox whose run moved the network counters")
+	}
+	sameAsNew(t, res, "the network counters", "/bin/sh", "-c", counterLook)
+}
+
 // counterLook prints the network namespace's counters a run may move: the
 // loopback interface's, and the IPv4 and IPv6 statistics.
 const counterLook = "cat /proc/self/net/dev /proc/self/net/snmp /proc/self/net/snmp6"
@@ -322,7 +379,7 @@ func TestPerRequestNeverReuses(t *testing.T) {
 	k := newBackend(t)
 	defer k.Close()
 	for range 5 {
-		reuseRun(t, k, nil, "/bin/true")
+		keptRun(t, k, nil, "/bin/true")
 	}
 	if n := native.ReusedRuns(k); n != 4 {
 		t.Fatalf("%d of 5 runs were served by a kept sandbox, want 4", n)

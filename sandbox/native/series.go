@@ -139,8 +139,12 @@ func (s *series) keeps(spec *sandbox.Spec) bool {
 	return true
 }
 
-// take returns an idle sandbox made with mounts, or nil.
-func (s *series) take(mounts string) *started {
+// take returns the idle sandbox made with mounts that was kept last of
+// those whose init said it is ready for another run, or nil, and how many
+// others made with mounts are still waiting for their init's answer (see
+// takeWaiting). Sandboxes whose init ended, or said it cannot serve
+// another run, are released on the way.
+func (s *series) take(mounts string) (sp *started, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.idle) - 1; i >= 0; i-- {
@@ -148,18 +152,39 @@ func (s *series) take(mounts string) *started {
 		if k.mounts != mounts {
 			continue
 		}
-		s.idle = append(s.idle[:i], s.idle[i+1:]...)
-		if !k.sp.alive() {
+		answered, err := k.sp.answered()
+		switch {
+		case !answered:
+			waiting++
+		case err != nil || !k.sp.alive():
+			s.idle = slices.Delete(s.idle, i, i+1)
 			s.release(k.sp)
-			return nil
+		default:
+			s.idle = slices.Delete(s.idle, i, i+1)
+			return k.sp, waiting
 		}
-		return k.sp
+	}
+	return nil, waiting
+}
+
+// takeWaiting returns the idle sandbox made with mounts that has waited
+// the longest for its init's answer, which the run then waits for, or
+// nil.
+func (s *series) takeWaiting(mounts string) *started {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range s.idle {
+		if k.mounts == mounts {
+			s.idle = slices.Delete(s.idle, i, i+1)
+			return k.sp
+		}
 	}
 	return nil
 }
 
-// put keeps sp, whose run is over, for a later run; past maxKept the
-// sandbox idle the longest goes.
+// put keeps sp, whose run is over, for a later run, and starts reading
+// its init's answer to whether it is ready for one (awaitReady); past
+// maxKept the sandbox idle the longest goes.
 func (s *series) put(sp *started, mounts string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,6 +192,7 @@ func (s *series) put(sp *started, mounts string) {
 		s.release(sp)
 		return
 	}
+	sp.awaitReady()
 	if len(s.idle) >= maxKept {
 		s.release(s.idle[0].sp)
 		s.idle = slices.Delete(s.idle, 0, 1)
@@ -204,7 +230,27 @@ func (s *series) Close() error {
 // ready for it, or else a warm or new one.
 func (r *run) acquire() (*started, error) {
 	if r.series != nil {
-		if sp := r.series.take(string(r.mounts.buf)); sp != nil {
+		mounts := string(r.mounts.buf)
+		sp, waiting := r.series.take(mounts)
+		if sp == nil && waiting == 1 && r.series.requests {
+			// The one kept sandbox is still making itself ready (its
+			// init unmounts and mounts, which waits for the kernel):
+			// a warm one, if there is one, spares the request the
+			// wait, and the series keeps it too. With two or more
+			// waiting, the run waits instead, for the one that has
+			// waited the longest: so the backend's series keeps at
+			// most one sandbox more than it has runs at once, and
+			// never gives one up for a new one while the machine is
+			// slow. A caller's series (a judge's tests of one
+			// program) keeps to its own sandboxes.
+			if w, err := r.b.takeWarm(r.spec.Limits, r.sources, r.workspace); w != nil || err != nil {
+				return r.first(w, err)
+			}
+		}
+		if sp == nil && waiting > 0 {
+			sp = r.series.takeWaiting(mounts)
+		}
+		if sp != nil {
 			err := r.reuse(sp)
 			if err == nil {
 				r.reused = true
@@ -217,7 +263,12 @@ func (r *run) acquire() (*started, error) {
 			r.series.release(sp)
 		}
 	}
-	sp, err := r.b.take(r.spec.Limits, r.sources, r.workspace)
+	return r.first(r.b.take(r.spec.Limits, r.sources, r.workspace))
+}
+
+// first readies sp, a warm or new sandbox taken for the run (or fails
+// with err), for its first run.
+func (r *run) first(sp *started, err error) (*started, error) {
 	if err != nil || r.series == nil || !r.series.requests || sp.group == nil {
 		return sp, err
 	}
@@ -239,7 +290,7 @@ var errDrifted = errors.New("a kept sandbox holds memory its runs left charged")
 // reuse sets a kept sandbox's cgroup for the run: its limits, a peak
 // memory of its own, and the counters the run's usage is measured from.
 func (r *run) reuse(sp *started) error {
-	if err := sp.readied(); err != nil {
+	if err := sp.whenReady(); err != nil {
 		return err
 	}
 	lim := r.spec.Limits

@@ -48,7 +48,7 @@ func TestKeptSandboxRefusesSetupOps(t *testing.T) {
 				t.Fatalf("%d sandboxes kept, want 1", len(ser.idle))
 			}
 			sp := ser.idle[0].sp
-			if err := sp.readied(); err != nil {
+			if err := sp.whenReady(); err != nil {
 				t.Fatal(err)
 			}
 			var w setup

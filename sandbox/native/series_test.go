@@ -262,3 +262,26 @@ func TestSeriesLeavesNoZombie(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesKeepsOneMoreThanItRuns runs programs back to back, one at a
+// time, with sandboxes started ahead of need: a run may take a warm
+// sandbox rather than wait for the kept one to make itself ready, but the
+// series then keeps no more than two (one more than its runs at once),
+// and most runs are served by them.
+func TestSeriesKeepsOneMoreThanItRuns(t *testing.T) {
+	b := newBackendWith(t, native.Options{Warm: 2})
+	defer b.Close()
+	const runs = 20
+	for range runs {
+		reuseRun(t, b, nil, "/bin/true")
+		if pids, _ := native.Idle(b); len(pids) > 2 {
+			t.Fatalf("%d sandboxes kept after runs one at a time, want at most 2", len(pids))
+		}
+	}
+	// Two runs (the first and one that took a warm sandbox) start in a
+	// sandbox that is not kept, and a few more may where a kept one
+	// could not be made ready: the rest are served by the two.
+	if n := native.ReusedRuns(b); n < runs-4 {
+		t.Fatalf("%d of %d runs were served by a kept sandbox, want at least %d", n, runs, runs-4)
+	}
+}

@@ -65,9 +65,15 @@ type started struct {
 	stdin, stdout, stderr, config, status *os.File
 	reports                               *bufio.Reader
 	// programStreams are the program's ends of the pipes of the next run
-	// of a kept sandbox, until they are sent.
-	programStreams [3]*os.File
-	once           sync.Once
+	// of a kept sandbox, while haveStreams, until they are sent.
+	programStreams [3]int
+	haveStreams    bool
+	// readyDone, for a kept sandbox, closes once its init answered
+	// whether it is ready for another run (awaitReady); readyErr is nil
+	// when it is.
+	readyDone chan struct{}
+	readyErr  error
+	once      sync.Once
 }
 
 // spawn starts a sandbox init. Creating namespaces (a network namespace
@@ -412,6 +418,12 @@ func (s *started) close() {
 		for _, f := range []*os.File{s.stdin, s.stdout, s.stderr, s.config, s.status} {
 			_ = f.Close()
 		}
+		if s.haveStreams {
+			for _, fd := range s.programStreams {
+				_ = unix.Close(fd)
+			}
+			s.haveStreams = false
+		}
 		// After every kill: a reaped init's pidfd still answers, with
 		// ESRCH.
 		if s.pidfd != nil {
@@ -451,50 +463,83 @@ func streamPipes() (parent, child [3]*os.File, err error) {
 
 // newStreams makes the pipes of the next run of a kept sandbox: the
 // parent's ends replace the previous run's, the program's are sent with
-// the run (sendRun).
-func (s *started) newStreams() error {
-	parent, child, err := streamPipes()
-	if err != nil {
-		return err
+// the run (sendRun). The parent's ends are read and written through the
+// runtime's poller, as os.Pipe makes them; the program's stay bare
+// descriptors, in the blocking mode the program gets them in, which
+// os.Pipe would make non-blocking and sending them blocking again.
+func (s *started) newStreams() (retErr error) {
+	var parent [3]*os.File
+	var child [3]int
+	made := 0
+	defer func() {
+		if retErr != nil {
+			for i := range made {
+				_ = parent[i].Close()
+				_ = unix.Close(child[i])
+			}
+		}
+	}()
+	for i := range 3 {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return fmt.Errorf("unable to create pipe: %w", err)
+		}
+		ours, theirs := p[0], p[1]
+		if i == 0 {
+			ours, theirs = p[1], p[0]
+		}
+		if err := unix.SetNonblock(ours, true); err != nil {
+			_ = unix.Close(p[0])
+			_ = unix.Close(p[1])
+			return fmt.Errorf("unable to create pipe: %w", err)
+		}
+		parent[i], child[i] = os.NewFile(uintptr(ours), streamNames[i]), theirs
+		made++
 	}
 	s.stdin, s.stdout, s.stderr = parent[0], parent[1], parent[2]
 	s.programStreams = child
+	s.haveStreams = true
 	return nil
 }
+
+var streamNames = [3]string{"stdin", "stdout", "stderr"}
 
 // sendRun gives a kept sandbox its next run: the second phase, with the
 // program's ends of the pipes newStreams made on its first byte, and
 // tree, the detached mount of the run's host workspace, if not nil.
 func (s *started) sendRun(phase []byte, tree *os.File) error {
-	child := s.programStreams
-	s.programStreams = [3]*os.File{}
-	defer func() {
-		for _, f := range child {
-			if f != nil {
-				_ = f.Close()
-			}
-		}
-	}()
-	if child[0] == nil {
+	if !s.haveStreams {
 		return errors.New("no streams for the run")
 	}
+	child := s.programStreams
+	s.haveStreams = false
+	defer func() {
+		for _, fd := range child {
+			_ = unix.Close(fd)
+		}
+	}()
 	if tree != nil {
-		return s.sendWith(phase, child[0], child[1], child[2], tree)
+		return s.sendFDs(phase, child[0], child[1], child[2], int(tree.Fd()))
 	}
-	return s.sendWith(phase, child[:]...)
+	return s.sendFDs(phase, child[:]...)
 }
 
 // sendWith sends a frame over the config socket with the descriptors of
 // files as SCM_RIGHTS on its first byte; the caller keeps files open
 // until it returns.
 func (s *started) sendWith(phase []byte, files ...*os.File) error {
-	raw, err := s.config.SyscallConn()
-	if err != nil {
-		return err
-	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
+	}
+	return s.sendFDs(phase, fds...)
+}
+
+// sendFDs is sendWith for bare descriptors.
+func (s *started) sendFDs(phase []byte, fds ...int) error {
+	raw, err := s.config.SyscallConn()
+	if err != nil {
+		return err
 	}
 	rights := unix.UnixRights(fds...)
 	var sent int
@@ -546,6 +591,38 @@ func (s *started) readied() error {
 		return fmt.Errorf("a kept sandbox said %q, not that it was ready", line)
 	}
 	return nil
+}
+
+// awaitReady reads, in the background, a kept sandbox's answer to
+// whether it is ready for another run (readied), so that its series can
+// tell, without waiting, which of its sandboxes are (answered). The read
+// ends with the answer, the init's end, readyWait or the sandbox's
+// release, which closes the pipe.
+func (s *started) awaitReady() {
+	done := make(chan struct{})
+	s.readyDone = done
+	go func() {
+		s.readyErr = s.readied()
+		close(done)
+	}()
+}
+
+// answered reports whether a kept sandbox's init answered whether it is
+// ready for another run, and if so the answer (nil: it is).
+func (s *started) answered() (bool, error) {
+	select {
+	case <-s.readyDone:
+		return true, s.readyErr
+	default:
+		return false, nil
+	}
+}
+
+// whenReady waits for a kept sandbox's answer to whether it is ready for
+// another run (nil: it is).
+func (s *started) whenReady() error {
+	<-s.readyDone
+	return s.readyErr
 }
 
 // alive reports whether the init still waits for its setup.
@@ -730,6 +807,16 @@ func (b *Backend) refill(p *warmPool) {
 // take returns a started init limited for a run that binds sources: a warm
 // one when there is one that can reach them, else a new one.
 func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (*started, error) {
+	return b.takeFrom(lim, sources, workspace, false)
+}
+
+// takeWarm is take, but returns nil, without starting a sandbox, when no
+// warm one suits the run.
+func (b *Backend) takeWarm(lim sandbox.Limits, sources []string, workspace string) (*started, error) {
+	return b.takeFrom(lim, sources, workspace, true)
+}
+
+func (b *Backend) takeFrom(lim sandbox.Limits, sources []string, workspace string, warmOnly bool) (*started, error) {
 	b.learn(sources)
 	need := sources
 	if workspace != "" {
@@ -742,11 +829,14 @@ func (b *Backend) take(lim sandbox.Limits, sources []string, workspace string) (
 		// see hostWorkspace) mounted after a warm sandbox copied the
 		// host's mounts is not in that copy: only a new sandbox sees
 		// it.
+		if warmOnly {
+			return nil, nil
+		}
 		s, err = b.coldStart(need)
-	} else {
-		s, err = b.warm(need)
+	} else if s = b.warmReady(need); s == nil && !warmOnly {
+		s, err = b.coldStart(need)
 	}
-	if err != nil {
+	if err != nil || s == nil {
 		return nil, err
 	}
 	if s.background {
@@ -807,7 +897,8 @@ func cgroupLimits(lim sandbox.Limits) cgroup.Limits {
 	}
 }
 
-func (b *Backend) warm(sources []string) (*started, error) {
+// warmReady returns a warm sandbox that reaches sources, or nil.
+func (b *Backend) warmReady(sources []string) *started {
 	if b.pool != nil {
 		for {
 			select {
@@ -821,7 +912,7 @@ func (b *Backend) warm(sources []string) (*started, error) {
 					// Its slot stays taken until its run is over, so
 					// that the refill does not compete with the run.
 					s.freeSlot = func() { <-b.pool.slots }
-					return s, nil
+					return s
 				}
 				// Keep it, with its slot, for a run it suits; this one
 				// needs a source only a new init can open.
@@ -833,13 +924,13 @@ func (b *Backend) warm(sources []string) (*started, error) {
 					b.pool.ready <- s // never blocks: it was just taken out
 				}
 				b.pool.mu.Unlock()
-				return b.coldStart(sources)
+				return nil
 			default:
 			}
 			break
 		}
 	}
-	return b.coldStart(sources)
+	return nil
 }
 
 // coldStart starts a sandbox for a run that none ready suits.

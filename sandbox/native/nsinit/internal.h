@@ -201,6 +201,7 @@ void op_attach(struct config *c, const struct op *o);
 void op_file(const struct config *c, const struct op *o);
 void op_dev(const struct config *c, const struct op *o);
 void mount_proc(const char *dst);
+int unmount_run_proc(const struct config *c);
 void op_proc(struct config *c, const struct op *o);
 void op_userns_max(const struct op *o);
 void loopback_up(void);
@@ -213,6 +214,7 @@ void detach_workspace(struct config *c);
 // the network namespace of a kept sandbox (network.c)
 void network_baseline(void);
 int network_clean(void);
+void network_close_fds(void);
 
 // a run: its namespaces, the program's start, what it leaves (program.c)
 void lock_capabilities(void);

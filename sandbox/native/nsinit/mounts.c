@@ -280,6 +280,15 @@ void mount_proc(const char *dst)
 	}
 }
 
+// unmount_run_proc takes the /proc of the latest run's PID namespace off
+// the sandbox's, once that run is over. It returns -1 if it cannot.
+int unmount_run_proc(const struct config *c)
+{
+	if (!c->proc)
+		return 0;
+	return umount2(c->proc, MNT_DETACH);
+}
+
 // op_proc mounts the init's /proc, and records where it is: each run
 // mounts its own there, for its own PID namespace.
 void op_proc(struct config *c, const struct op *o)

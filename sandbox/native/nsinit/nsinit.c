@@ -6,8 +6,8 @@
 // more than the whole sandbox setup.
 //
 // As PID 1 of the new PID namespace it builds the root filesystem, then
-// starts each run in PID, IPC and mount namespaces of the run's own, where
-// the user program drops every privilege and execs. It reports the
+// starts each run in PID and IPC namespaces of the run's own, with a /proc
+// of its own, where the user program drops every privilege and execs. It reports the
 // program's wait status on fd 4 once nothing of the run is left, and
 // exits, or, in a kept sandbox, waits for the next run.
 //
@@ -61,6 +61,10 @@ static void keep(const struct config *c, struct exec_plan *plan, const struct op
 			fail("scratch mount %.256s", o->argv[i].s);
 	}
 	plan->keep = o;
+	// What the network namespace must look like after each run: as
+	// before the first. A sandbox never kept (one per request) does
+	// not read it.
+	network_baseline();
 }
 
 // apply carries out the operations of one phase. The program's own
@@ -262,9 +266,6 @@ static void __attribute__((noreturn)) run(void)
 		fail("config: the first phase has no root");
 	}
 	pivot(&c);
-	// What a kept sandbox's network namespace must look like after each
-	// run: as now, before any.
-	network_baseline();
 	lock_capabilities();
 	plan.null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (plan.null < 0)
@@ -304,9 +305,9 @@ static void __attribute__((noreturn)) run(void)
 			report("X %d\n", ws);
 			_exit(0);
 		}
-		// A kept sandbox's next run finds empty scratch mounts, new PID,
-		// IPC and mount namespaces (run_program), and the cgroup's
-		// counters reset by the backend. The caller's workspace is
+		// A kept sandbox's next run finds empty scratch mounts, new PID
+		// and IPC namespaces with a /proc of its own (run_program), and
+		// the cgroup's counters reset by the backend. The caller's workspace is
 		// detached before the report, which hands it back.
 		const char *covered = c.attached;
 		detach_workspace(&c);
@@ -318,7 +319,7 @@ static void __attribute__((noreturn)) run(void)
 		// process) or moved a counter, or a scratch mount cannot be
 		// made anew, the sandbox ends. "R" says it is ready: the
 		// backend reads it before it gives the sandbox another run.
-		if (!network_clean() || reset_scratch(&plan, covered) < 0)
+		if (unmount_run_proc(&c) < 0 || !network_clean() || reset_scratch(&plan, covered) < 0)
 			_exit(0);
 		report("R\n");
 		// The run's init is about to exit (its namespaces are being

@@ -1,4 +1,4 @@
-// A run: the run's init in new PID, IPC and mount namespaces, the
+// A run: the run's init in new PID and IPC namespaces, the
 // program's process with every privilege dropped, waiting for it, and
 // removing what it left (processes, SysV IPC objects).
 
@@ -180,10 +180,11 @@ static int wait_program(pid_t child)
 	}
 }
 
-// Each run has a PID, IPC and mount namespace of its own, nested in the
+// Each run has a PID and an IPC namespace of its own, nested in the
 // sandbox's: a first process (the run's init, PID 1 there) is cloned
-// into them, mounts a /proc for the new PID namespace, and starts the
-// program as its only child (PID 2, as in a sandbox of its own, so that
+// into them, mounts a /proc for the new PID namespace over the
+// sandbox's (a kept sandbox's init unmounts it after the run), and starts
+// the program as its only child (PID 2, as in a sandbox of its own, so that
 // signals reach it as they would anywhere: a namespace's PID 1 ignores
 // the ones it has no handler for). When the program ends, the run's init
 // writes its wait status on a pipe and exits, and the kernel kills and
@@ -271,15 +272,16 @@ static int run_main(void *p)
 		close(a->go);
 	}
 	// The run's init keeps of the sandbox's init's descriptors only what
-	// it uses: not the detached copy of the host's tree, nor the setup.
+	// it uses: not the detached copy of the host's tree, the setup, nor
+	// the network namespace's files a kept sandbox checks.
 	if (a->c->host >= 0)
 		close(a->c->host);
 	close(NSINIT_CONFIG_FD);
-	// A mount namespace of its own, for a /proc of its PID namespace:
-	// the sandbox's /proc lists the sandbox init's namespace, where the
-	// program's process ids would tell how many the earlier runs made.
-	if (unshare(CLONE_NEWNS) < 0)
-		fail("unshare mount namespace");
+	network_close_fds();
+	// A /proc of the run's PID namespace, over the sandbox's, which
+	// lists the sandbox init's namespace, where the program's process ids
+	// would tell how many the earlier runs made. A kept sandbox's init
+	// unmounts it once the run is over (unmount_run_proc).
 	if (a->c->proc)
 		mount_proc(a->c->proc);
 	int pipefd[2];
@@ -332,8 +334,7 @@ static void reap_ended(void)
 // await_next waits, in a kept sandbox, until the next run's phase can be
 // read (or the backend closed the socket), and meanwhile reaps the latest
 // run's init as soon as its exit is over. That exit tears the run's
-// namespaces down, which waits for the kernel (a mount namespace for an
-// RCU grace period): the next run need not wait for it, since nothing of
+// namespaces down: the next run need not wait for it, since nothing of
 // the run is left but that init, which runs no code of the run's. An
 // idle sandbox so holds no zombie for longer than that exit takes. Where
 // the kernel has no pidfds, the init is reaped first, as it waits.
@@ -410,9 +411,8 @@ int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 		close(devnull);
 	}
 	// The status comes once the run's init is alone and about to exit.
-	// Its exit then tears its namespaces down (a mount namespace waits
-	// for an RCU grace period): the run is over before that, and the
-	// init reaps it after its report (reap_runs).
+	// Its exit then tears its namespaces down: the run is over before
+	// that, and the init reaps it after its report (await_next).
 	int ws;
 	ssize_t n;
 	do {
