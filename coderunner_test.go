@@ -140,6 +140,76 @@ func TestProgramOptionsNative(t *testing.T) {
 	}
 }
 
+// allOptionsFiles is a C program of two files: X, which only -DX=N
+// defines, is read in the file that is not the entry, and the entry
+// prints it with the program's arguments and a variable of its
+// environment.
+var allOptionsFiles = []File{
+	{Path: "main.c", Content: "#include <stdio.h>\n#include <stdlib.h>\n#include \"lib/x.h\"\n" +
+		"int main(int argc, char **argv) {\n" +
+		"\tprintf(\"x=%d argc=%d\", x(), argc);\n" +
+		"\tfor (int i = 1; i < argc; i++) printf(\" [%s]\", argv[i]);\n" +
+		"\tconst char *g = getenv(\"GREETING\");\n" +
+		"\tprintf(\" GREETING=%s\\n\", g ? g : \"(unset)\");\n" +
+		"\treturn 0;\n}\n"},
+	{Path: "lib/x.h", Content: "int x(void);\n"},
+	{Path: "lib/x.c", Content: "#include \"x.h\"\nint x(void) { return X; }\n"},
+}
+
+// One request carries files, entry, args, compiler_flags and env at once,
+// on the native backend: the single run and the judge, whose compile cache
+// tells programs apart by their flags as well as by their files.
+func TestAllProgramOptionsNative(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "c")
+	ctx := context.Background()
+	res, err := c.ExecuteCode(ctx, "c", "", WithFiles(allOptionsFiles...), WithEntry("main.c"),
+		WithCompilerFlags("-DX=3", "-O0"), WithArgs("one", "two words"), WithEnv(map[string]string{"GREETING": "hi there"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "x=3 argc=3 [one] [two words] GREETING=hi there\n"; res.Status != StatusSuccess || res.Stdout != want {
+		t.Fatalf("run: %s, stdout %q, want %q; stderr %q", res.Status, res.Stdout, want, res.Stderr)
+	}
+
+	judgeX := func(flag, want string, files []File) *ExecutionResult {
+		t.Helper()
+		res := c.Execute(ctx, ExecutionRequest{
+			Language: "c", Files: files, Entry: "main.c",
+			CompilerFlags: []string{flag}, Args: []string{"a"}, Env: map[string]string{"GREETING": "judged"},
+			TestCases: []TestCase{{ID: "t", ExpectedOutput: want}},
+		})
+		return &res
+	}
+	for _, tt := range []struct{ flag, want string }{
+		{"-DX=3", "x=3 argc=2 [a] GREETING=judged\n"},
+		// The same files with another flag: compiled again, not taken
+		// from the cache.
+		{"-DX=4", "x=4 argc=2 [a] GREETING=judged\n"},
+	} {
+		if res := judgeX(tt.flag, tt.want, allOptionsFiles); res.Status != judge.StatusAllPassed {
+			t.Errorf("judge %s: %s %+v", tt.flag, res.Status, res.TestResults)
+		}
+	}
+	// The same flag with another file that is not the entry: compiled
+	// again too.
+	other := slices.Clone(allOptionsFiles)
+	other[2].Content = "#include \"x.h\"\nint x(void) { return X * 10; }\n"
+	if res := judgeX("-DX=3", "x=30 argc=2 [a] GREETING=judged\n", other); res.Status != judge.StatusAllPassed {
+		t.Errorf("judge with another lib/x.c: %s %+v", res.Status, res.TestResults)
+	}
+
+	// A refused option is refused with files as without.
+	_, err = c.ExecuteCode(ctx, "c", "", WithFiles(allOptionsFiles...), WithEntry("main.c"), WithCompilerFlags("-B/tmp"))
+	if !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("-B/tmp with files: error %v, want ErrInvalidOption", err)
+	}
+	_, err = c.ExecuteCode(ctx, "c", "", WithFiles(allOptionsFiles...), WithEntry("lib/x.h"), WithCompilerFlags("-DX=3"))
+	if !errors.Is(err, ErrInvalidFiles) {
+		t.Errorf("a header as the entry with flags: error %v, want ErrInvalidFiles", err)
+	}
+}
+
 func TestSetupError(t *testing.T) {
 	c := newFake(t, &sandboxtest.Fake{T: t, Steps: []sandboxtest.Step{sandboxtest.Fails(errors.New("cgroup vanished"))}})
 	res, err := c.ExecuteCode(context.Background(), "bash", "echo hi")

@@ -21,8 +21,8 @@
 // A verdict is not an error: a program that fails, times out or runs out
 // of memory is a Result with its status. The error is non-nil only when
 // the request was refused (ErrUnsupportedLanguage, ErrEmptyCode,
-// ErrInvalidLimits, ErrInvalidSessionID, ErrInvalidOption, a session
-// cap), when no sandbox
+// ErrInvalidLimits, ErrInvalidSessionID, ErrInvalidOption,
+// ErrInvalidFiles, a session cap), when no sandbox
 // works here (ErrBackendUnavailable), or when ctx ended; the Result is
 // never nil and then carries status setup_error and the message, so that
 // a caller that only looks at the Result sees why.
@@ -33,6 +33,11 @@
 //
 //	res, err := coderunner.ExecuteCode(ctx, "c", src,
 //		coderunner.WithCompilerFlags("-O0", "-DX=3"), coderunner.WithArgs("in.txt"))
+//
+// WithFiles and WithEntry make a program of several files (every source a
+// compiled language names is built together); WithArtifactContent returns
+// the contents of the files the program leaves. They combine with the
+// options above in one call.
 //
 // The package-level functions use a CodeRunner made on first use with the
 // defaults (the strongest backend that works here, the configuration from

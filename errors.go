@@ -5,6 +5,7 @@ import (
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/session"
 )
 
@@ -17,6 +18,10 @@ var (
 	// ErrInvalidLimits: a field of ExecutionLimits is out of range; the
 	// error is an *execute.LimitError naming it.
 	ErrInvalidLimits = execute.ErrInvalidLimits
+	// ErrInvalidFiles: a file or the entry of a program of several files
+	// is refused; the error is a *multifile.Error naming the field
+	// ("files[2].path").
+	ErrInvalidFiles = multifile.ErrInvalid
 	// ErrInvalidSessionID: the session id does not match
 	// ^[A-Za-z0-9_-]{1,64}$.
 	ErrInvalidSessionID = execute.ErrInvalidSessionID

@@ -59,6 +59,10 @@ type call struct {
 	sessionTTL     time.Duration
 	stdout, stderr io.Writer
 
+	files     []File
+	entry     string
+	artifacts ArtifactOptions
+
 	args, compilerFlags []string
 	env                 map[string]string
 }
@@ -184,6 +188,9 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 		SessionTTL: a.sessionTTL,
 		Stdout:     a.stdout,
 		Stderr:     a.stderr,
+		Files:      a.files,
+		Entry:      a.entry,
+		Artifacts:  a.artifacts,
 
 		Args:          a.args,
 		CompilerFlags: a.compilerFlags,

@@ -1,7 +1,9 @@
 package execute
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,6 +37,52 @@ type ArtifactLimits struct {
 	MaxEntries int
 	// MaxDepth is how deep below the workspace directories are entered.
 	MaxDepth int
+	// ContentBytes, when positive, returns the contents of the files
+	// (Artifact.Content), in path order, as long as their sizes together
+	// stay within it: a file that does not fit in what is left is listed
+	// without its content. Zero returns no content.
+	ContentBytes int64
+}
+
+// Bounds on the contents of artifacts a result returns.
+const (
+	// DefaultArtifactContentBytes is what a request asking for contents
+	// without max_bytes gets.
+	DefaultArtifactContentBytes = 1 << 20
+	// MaxArtifactContentBytes is the most content one result returns,
+	// whatever the request asks: the service's own cap.
+	MaxArtifactContentBytes = 8 << 20
+)
+
+// ArtifactOptions ask for the contents of the artifacts with the result
+// ("artifacts" of a /v1/run body).
+type ArtifactOptions struct {
+	// IncludeContent returns the artifacts' contents in base64.
+	IncludeContent bool `json:"include_content"`
+	// MaxBytes bounds the contents returned, together, in bytes before
+	// encoding: 1 to MaxArtifactContentBytes; zero means
+	// DefaultArtifactContentBytes.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// Validate refuses max_bytes out of range with an error wrapping
+// ErrInvalidArtifacts.
+func (o ArtifactOptions) Validate() error {
+	if o.MaxBytes < 0 || o.MaxBytes > MaxArtifactContentBytes {
+		return fmt.Errorf("%w: max_bytes must be between 1 and %d, got %d", ErrInvalidArtifacts, MaxArtifactContentBytes, o.MaxBytes)
+	}
+	return nil
+}
+
+// contentBytes is the content budget the options ask for.
+func (o ArtifactOptions) contentBytes() int64 {
+	switch {
+	case !o.IncludeContent:
+		return 0
+	case o.MaxBytes == 0:
+		return DefaultArtifactContentBytes
+	}
+	return min(o.MaxBytes, MaxArtifactContentBytes)
 }
 
 // DefaultArtifactLimits are the limits CollectArtifacts applies.
@@ -100,6 +148,8 @@ type scanner struct {
 	out     []Artifact
 	entries int
 	hashed  int64
+	// content is what the files' contents returned so far hold.
+	content int64
 	buf     []byte
 	h       hash.Hash
 }
@@ -140,21 +190,36 @@ func (s *scanner) describe(f *os.File, rel string) (Artifact, error) {
 		return a, nil
 	}
 	s.h.Reset()
+	var w io.Writer = s.h
+	var content *bytes.Buffer
+	if s.lim.ContentBytes > 0 && s.content+info.Size() <= s.lim.ContentBytes {
+		content = bytes.NewBuffer(make([]byte, 0, info.Size()))
+		w = io.MultiWriter(s.h, content)
+	}
 	head := s.buf[:512]
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return Artifact{}, err
 	}
 	head = head[:n]
-	s.h.Write(head)
+	_, _ = w.Write(head)
 	a.MimeType = mimeType(rel, head)
 	// The file may have grown since Stat: read no more than was counted.
-	m, err := io.CopyBuffer(s.h, io.LimitReader(f, max(0, info.Size()-int64(n))), s.buf)
+	m, err := io.CopyBuffer(w, io.LimitReader(f, max(0, info.Size()-int64(n))), s.buf)
 	if err != nil {
 		return Artifact{}, err
 	}
 	s.hashed += int64(n) + m
 	a.Checksum = "sha256:" + hex.EncodeToString(s.h.Sum(nil))
+	if content != nil {
+		// What was read is what was hashed: the content matches the
+		// checksum even if the file changed meanwhile (a, and its size,
+		// describe what was read).
+		s.content += int64(content.Len())
+		a.Size = int64(content.Len())
+		enc := base64.StdEncoding.EncodeToString(content.Bytes())
+		a.Content = &enc
+	}
 	return a, nil
 }
 

@@ -3,7 +3,8 @@ package execute
 import "errors"
 
 // Error classes of refused requests. Callers test them with errors.Is; an
-// unknown language is reported with lang.ErrUnknownLanguage.
+// unknown language is reported with lang.ErrUnknownLanguage, refused files
+// or entry with a *multifile.Error (multifile.ErrInvalid) naming the field.
 var (
 	// ErrInvalidLimits: a field of ExecutionLimits is out of range. The
 	// error is a *LimitError naming the field.
@@ -17,4 +18,6 @@ var (
 	// ErrInvalidSessionID: the session id does not match
 	// ^[A-Za-z0-9_-]{1,64}$.
 	ErrInvalidSessionID = errors.New("invalid session_id")
+	// ErrInvalidArtifacts: the artifacts options are out of range.
+	ErrInvalidArtifacts = errors.New("invalid artifacts options")
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/coderunner/coderunner/internal/capws"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -80,6 +81,14 @@ type Request struct {
 	// removed here, and what it holds is treated as hostile. Files that
 	// were there before the run are not listed as artifacts.
 	Workspace string
+	// Files are written beneath the workspace with the code before the
+	// program is compiled or run (see package multifile); Entry names the
+	// file to run or compile, empty meaning the code's (main.<ext>). Code
+	// may be empty when Files and Entry are given.
+	Files []multifile.File
+	Entry string
+	// Artifacts asks for the contents of the files the program leaves.
+	Artifacts ArtifactOptions
 	// Args are the program's arguments, appended to its language's run
 	// argv (see lang.CheckArgs for the bounds).
 	Args []string
@@ -155,13 +164,14 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 
 // Execute runs one request. It returns an error only when it refuses the
 // request: ErrEmptyCode, ErrCodeTooLarge, ErrStdinTooLarge,
-// ErrInvalidSessionID, ErrInvalidLimits (a *LimitError), an error
-// wrapping lang.ErrUnknownLanguage, or a *lang.OptionError (its args,
-// compiler flags or env), or when ctx was cancelled. Whatever
+// ErrInvalidSessionID, ErrInvalidLimits (a *LimitError),
+// ErrInvalidArtifacts, a *multifile.Error for its files or entry, an
+// error wrapping lang.ErrUnknownLanguage, or a *lang.OptionError (its
+// args, compiler flags or env), or when ctx was cancelled. Whatever
 // happens to an accepted request, a failing sandbox included, is in the
 // Result.
 func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
-	limits, l, err := e.check(req)
+	limits, l, src, err := e.check(req)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +185,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 		res.SessionID = &id
 	}
 	start := time.Now()
-	err = e.execute(ctx, req, l, limits, res)
+	err = e.execute(ctx, req, l, src, limits, res)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		// The caller gave up: what the sandbox reports about a program it
 		// was told to kill is not a verdict on the program.
@@ -190,44 +200,84 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// check validates a request and finds its language.
-func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, error) {
+// check validates a request, finds its language and places its files.
+func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, multifile.Source, error) {
+	src, err := CheckRequest(req)
+	if err != nil {
+		return ExecutionLimits{}, nil, src, err
+	}
+	limits := req.Limits.WithDefaults()
+	l, err := e.langs.Lookup(req.Language)
+	if err != nil {
+		return ExecutionLimits{}, nil, src, err
+	}
+	if err := runner.CheckOptions(l, req.options(src)); err != nil {
+		return ExecutionLimits{}, nil, src, err
+	}
+	if src.HasFiles() {
+		// The files must fit the language: the build refuses them the
+		// same way, but as a request's fault this is the place to say so.
+		if _, err := l.Place(src, runner.Reserved(l)); err != nil {
+			return ExecutionLimits{}, nil, src, err
+		}
+	}
+	return limits, l, src, nil
+}
+
+// CheckRequest checks what can be checked of a request without its
+// language (front ends refuse such requests before they wait for a slot)
+// and returns its program. The errors are those of Execute.
+func CheckRequest(req Request) (multifile.Source, error) {
+	files, err := multifile.Decode(req.Files)
+	if err != nil {
+		return multifile.Source{}, err
+	}
+	src := multifile.Source{Code: req.Code, Files: files, Entry: req.Entry}
 	switch {
-	case strings.TrimSpace(req.Code) == "":
-		return ExecutionLimits{}, nil, ErrEmptyCode
+	case strings.TrimSpace(req.Code) == "" && (len(files) == 0 || req.Entry == ""):
+		return src, ErrEmptyCode
 	case len(req.Code) > MaxCodeBytes:
-		return ExecutionLimits{}, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrCodeTooLarge, len(req.Code), MaxCodeBytes)
+		return src, fmt.Errorf("%w: %d bytes, at most %d", ErrCodeTooLarge, len(req.Code), MaxCodeBytes)
 	case len(req.Stdin) > MaxStdinBytes:
-		return ExecutionLimits{}, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrStdinTooLarge, len(req.Stdin), MaxStdinBytes)
+		return src, fmt.Errorf("%w: %d bytes, at most %d", ErrStdinTooLarge, len(req.Stdin), MaxStdinBytes)
 	}
 	if req.SessionID != nil {
 		if err := ValidateSessionID(*req.SessionID); err != nil {
-			return ExecutionLimits{}, nil, err
+			return src, err
 		}
 	}
-	limits := req.Limits.WithDefaults()
-	if err := limits.Validate(); err != nil {
-		return ExecutionLimits{}, nil, err
+	if src.HasFiles() && strings.TrimSpace(src.Code) == "" {
+		// Without code the entry must be one of the files, whatever the
+		// language.
+		if _, err := multifile.Resolve(src, "", nil); err != nil {
+			return src, err
+		}
 	}
-	l, err := e.langs.Lookup(req.Language)
-	if err != nil {
-		return ExecutionLimits{}, nil, err
+	if err := req.Artifacts.Validate(); err != nil {
+		return src, err
 	}
-	if err := runner.CheckOptions(l, req.options()); err != nil {
-		return ExecutionLimits{}, nil, err
+	// The rules of every language; the language's own (its compiler
+	// flags, its recipe's variables) are checked once it is known.
+	if err := lang.CheckArgs(req.Args); err != nil {
+		return src, err
 	}
-	return limits, l, nil
+	if err := lang.CheckEnv(req.Env); err != nil {
+		return src, err
+	}
+	return src, req.Limits.WithDefaults().Validate()
 }
 
-// options are what the request adds to its language's recipe.
-func (req Request) options() judge.ProgramOptions {
-	return judge.ProgramOptions{CompilerFlags: req.CompilerFlags, Args: req.Args, Env: req.Env}
+// options are what the request adds to its language's recipe, its files
+// (decoded into src) among them.
+func (req Request) options(src multifile.Source) judge.ProgramOptions {
+	return judge.ProgramOptions{Files: src.Files, Entry: src.Entry,
+		CompilerFlags: req.CompilerFlags, Args: req.Args, Env: req.Env}
 }
 
 // execute builds the program (compiling it when the language is
 // compiled) and runs it, filling res. An error means the sandbox could not
 // do its part.
-func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, limits ExecutionLimits, res *Result) error {
+func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, src multifile.Source, limits ExecutionLimits, res *Result) error {
 	if err := e.build.Check(ctx, l); err != nil {
 		return err
 	}
@@ -248,7 +298,8 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 		}
 	}
 
-	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws, SampleInterval: e.sampleInterval, Options: req.options()})
+	prog, cr, err := e.build.Build(ctx, l, src.Code, runner.BuildOptions{Workspace: ws, SampleInterval: e.sampleInterval,
+		Options: req.options(src)})
 	if err != nil {
 		return err
 	}
@@ -289,7 +340,9 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, l
 	if ws == "" {
 		return nil // the sandbox's private workspace: nothing to list
 	}
-	res.Artifacts, err = CollectArtifacts(ws, func(rel string) bool { return own[rel] })
+	lim := DefaultArtifactLimits
+	lim.ContentBytes = req.Artifacts.contentBytes()
+	res.Artifacts, err = CollectArtifactsWith(ws, func(rel string) bool { return own[rel] }, lim)
 	if err != nil {
 		// The program's result stands; a workspace it made unlistable only
 		// costs it its artifact list.

@@ -137,6 +137,10 @@ type Artifact struct {
 	// Checksum is "sha256:" and the hex digest of the content; empty when
 	// the scan's hashing budget (ArtifactLimits.MaxHashBytes) ran out.
 	Checksum string `json:"checksum,omitempty"`
+	// Content is the file's content in standard base64, when the request
+	// asked for contents (ArtifactOptions) and the file fitted in what its
+	// max_bytes left; absent otherwise.
+	Content *string `json:"content,omitempty"`
 }
 
 func applied(l ExecutionLimits) LimitsApplied {

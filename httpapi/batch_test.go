@@ -12,7 +12,7 @@ func TestJudgeBatchEndpoint(t *testing.T) {
 	body := strings.Join([]string{
 		`{"request_id":"a","problem_id":"p","language":"python","code":"print(1)","test_cases":[{"expected_output":"1"}]}`,
 		``,
-		`{"request_id":"b","language":"python","code":"print(1)","test_cases":[{"expected_output":"1"}],"files":[]}`,
+		`{"request_id":"b","language":"python","code":"print(1)","test_cases":[{"expected_output":"1"}],"source_code":"x"}`,
 		`{"request_id":"c","problem_id":"p","language":"python","code":"print(1)","test_cases":[{"expected_output":"1"}]}`,
 	}, "\n")
 	rec := do(t, s, "POST", "/v1/judge/batch", body, map[string]string{"Content-Type": "application/x-ndjson"})
@@ -27,7 +27,7 @@ func TestJudgeBatchEndpoint(t *testing.T) {
 		line          int
 		id, status    string
 		errorContains string
-	}{{1, "a", "all_passed", ""}, {3, "b", "sandbox_error", "files: unknown field"}, {4, "c", "all_passed", ""}} {
+	}{{1, "a", "all_passed", ""}, {3, "b", "sandbox_error", "source_code: unknown field"}, {4, "c", "all_passed", ""}} {
 		var r struct {
 			Line      int    `json:"line"`
 			RequestID string `json:"request_id"`

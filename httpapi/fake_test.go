@@ -54,7 +54,13 @@ func (f *fakeExecutor) Run(ctx context.Context, req invoke.Request) *invoke.Resu
 // fakeRunner answers /v1/run like execute.Executor.
 type fakeRunner struct{}
 
+// fakeRuns are the requests of programs of several files fakeRunner got.
+var fakeRuns []execute.Request
+
 func (fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute.Result, error) {
+	if len(req.Files) > 0 {
+		fakeRuns = append(fakeRuns, req)
+	}
 	if req.Language != "python" {
 		return nil, fmt.Errorf("%w: %q", lang.ErrUnknownLanguage, req.Language)
 	}

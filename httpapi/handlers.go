@@ -17,6 +17,7 @@ import (
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/session"
 )
 
@@ -140,6 +141,11 @@ type runRequest struct {
 	// SessionTTLSeconds sets the idle timeout of the session.
 	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
 
+	// A program of several files, and the artifacts' contents.
+	Files     []multifile.File        `json:"files"`
+	Entry     string                  `json:"entry"`
+	Artifacts execute.ArtifactOptions `json:"artifacts"`
+
 	Args          []string          `json:"args"`
 	CompilerFlags []string          `json:"compiler_flags"`
 	Env           map[string]string `json:"env"`
@@ -155,7 +161,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
+	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID,
+		Files: rr.Files, Entry: rr.Entry, Artifacts: rr.Artifacts}
 	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
 	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
 		req.Limits.TimeLimit = *rr.Timeout
@@ -230,40 +237,28 @@ func runReason(res *execute.Result) string {
 // precheckRun refuses what can be refused before taking a slot; the
 // language is checked by the runner.
 func precheckRun(req execute.Request) error {
-	switch {
-	case strings.TrimSpace(req.Code) == "":
-		return execute.ErrEmptyCode
-	case len(req.Code) > execute.MaxCodeBytes:
-		return execute.ErrCodeTooLarge
-	case len(req.Stdin) > execute.MaxStdinBytes:
-		return execute.ErrStdinTooLarge
-	case strings.TrimSpace(req.Language) == "":
+	if _, err := execute.CheckRequest(req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Language) == "" {
 		return fmt.Errorf("%w: language is required", lang.ErrUnknownLanguage)
 	}
-	if req.SessionID != nil {
-		if err := execute.ValidateSessionID(*req.SessionID); err != nil {
-			return err
-		}
-	}
-	// The rules of every language; the language's own (its compiler
-	// flags, its recipe's variables) are the executor's to check.
-	if err := lang.CheckArgs(req.Args); err != nil {
-		return err
-	}
-	if err := lang.CheckEnv(req.Env); err != nil {
-		return err
-	}
-	return req.Limits.WithDefaults().Validate()
+	return nil
 }
 
 // refuseRun answers a refused /v1/run request naming the field.
 func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, viaTimeout bool) {
 	var le *execute.LimitError
 	var oe *lang.OptionError
+	var fe *multifile.Error
 	status, code, field := http.StatusBadRequest, CodeBadRequest, ""
 	switch {
 	case errors.As(err, &oe):
 		field, err = oe.Field, errors.New(oe.Reason)
+	case errors.As(err, &fe):
+		field, err = fe.Field, errors.New(fe.Reason)
+	case errors.Is(err, execute.ErrInvalidArtifacts):
+		field = "artifacts"
 	case errors.As(err, &le):
 		field = "limits." + le.Field
 		if le.Field == "time_limit" && viaTimeout {

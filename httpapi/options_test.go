@@ -110,3 +110,67 @@ func TestJudgeOptions(t *testing.T) {
 		})
 	}
 }
+
+// recordRunner records the requests it gets and answers as fakeRunner.
+type recordRunner struct {
+	mu   sync.Mutex
+	reqs []execute.Request
+}
+
+func (r *recordRunner) Execute(ctx context.Context, req execute.Request) (*execute.Result, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return &execute.Result{Status: execute.StatusSuccess, Language: req.Language, Backend: "fake"}, nil
+}
+
+// One body may carry files, entry, args, compiler_flags and env together
+// (and artifacts for /v1/run): each reaches the runner and the judge, and
+// a fault in any of them is still named.
+func TestRunAndJudgeAllOptions(t *testing.T) {
+	rr, oj := &recordRunner{}, &optionsJudge{}
+	s, _ := newTestServer(t, func(o *Options) { o.Runner, o.Judge = rr, oj })
+	const program = `"language":"c","files":[{"path":"main.c","content":"int main(){}"},` +
+		`{"path":"lib/x.c","content":"aW50IHg7Cg==","encoding":"base64"}],"entry":"main.c",` +
+		`"args":["one","two words"],"compiler_flags":["-DX=3","-O0"],"env":{"GREETING":"hi"}`
+	if rec := do(t, s, "POST", "/v1/run", `{`+program+`,"artifacts":{"include_content":true,"max_bytes":4096}}`, nil); rec.Code != 200 {
+		t.Fatalf("/v1/run status %d: %s", rec.Code, rec.Body)
+	}
+	if len(rr.reqs) != 1 {
+		t.Fatalf("the runner got %d requests", len(rr.reqs))
+	}
+	got := rr.reqs[0]
+	if len(got.Files) != 2 || got.Files[1].Path != "lib/x.c" || got.Files[1].Encoding != "base64" || got.Entry != "main.c" ||
+		!slices.Equal(got.Args, []string{"one", "two words"}) || !slices.Equal(got.CompilerFlags, []string{"-DX=3", "-O0"}) ||
+		got.Env["GREETING"] != "hi" || !got.Artifacts.IncludeContent || got.Artifacts.MaxBytes != 4096 {
+		t.Errorf("the runner got %+v", got)
+	}
+
+	// The judge takes the same fields; its fake refuses any compiler flag,
+	// so these go without.
+	const judged = `"language":"c","files":[{"path":"main.c","content":"int main(){}"}],"entry":"main.c",` +
+		`"args":["a"],"env":{"N":"2"},"test_cases":[{"expected_output":""}]`
+	if rec := do(t, s, "POST", "/v1/judge", `{`+judged+`}`, nil); rec.Code != 200 {
+		t.Fatalf("/v1/judge status %d: %s", rec.Code, rec.Body)
+	}
+	if len(oj.got) != 1 || len(oj.got[0].Files) != 1 || oj.got[0].Entry != "main.c" || !slices.Equal(oj.got[0].Args, []string{"a"}) ||
+		oj.got[0].Env["N"] != "2" {
+		t.Errorf("the judge got %+v", oj.got)
+	}
+
+	for _, tc := range []struct{ name, body, field string }{
+		{"bad file with good options", `{` + strings.Replace(program, `"lib/x.c"`, `"../x.c"`, 1) + `}`, "files[1].path: "},
+		{"bad variable with good files", `{` + strings.Replace(program, `"GREETING"`, `"LD_PRELOAD"`, 1) + `}`, "env.LD_PRELOAD: "},
+		{"bad argument with good files", `{` + strings.Replace(program, `"two words"`, `"a\u0000b"`, 1) + `}`, "args[1]: contains a NUL byte"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := do(t, s, "POST", "/v1/run", tc.body, nil)
+			if e := errOf(t, rec); rec.Code != 400 || !strings.HasPrefix(e.Message, tc.field) {
+				t.Errorf("status %d error %+v, want 400 starting %q", rec.Code, e, tc.field)
+			}
+		})
+	}
+	if len(rr.reqs) != 1 {
+		t.Errorf("the runner ran %d requests, want only the valid one", len(rr.reqs))
+	}
+}

@@ -78,12 +78,26 @@ func TestEndpoints(t *testing.T) {
 		{"run unknown field", "POST", "/v1/run", `{"language":"python","code":"x","checker":{}}`, 400, CodeBadRequest, "checker: unknown field"},
 		{"run unknown limit", "POST", "/v1/run", `{"language":"python","code":"x","limits":{"memory":64}}`, 400, CodeBadRequest, "limits.memory: unknown field"},
 		{"run trailing", "POST", "/v1/run", `{"language":"python","code":"x"} x`, 400, CodeBadRequest, "body"},
+		{"run files", "POST", "/v1/run", `{"language":"python","files":[{"path":"a.py","content":"print(1)"}],"entry":"a.py"}`, 200, "", ""},
+		{"run files without entry", "POST", "/v1/run", `{"language":"python","files":[{"path":"a.py","content":"x"}]}`, 400, CodeBadRequest, "code"},
+		{"run file leaving", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"ok.py"},{"path":"../x"}]}`, 400, CodeBadRequest, "files[1].path: \"../x\" leaves the workspace"},
+		{"run file absolute", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"/etc/passwd"}]}`, 400, CodeBadRequest, "files[0].path"},
+		{"run file bad base64", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"a","content":"@@","encoding":"base64"}]}`, 400, CodeBadRequest, "files[0].content"},
+		{"run file bad encoding", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"a","encoding":"gzip"}]}`, 400, CodeBadRequest, "files[0].encoding"},
+		{"run file twice", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"a"},{"path":"a"}]}`, 400, CodeBadRequest, "files[1].path"},
+		{"run files type", "POST", "/v1/run", `{"language":"python","code":"x","files":{"a":"b"}}`, 400, CodeBadRequest, "files"},
+		{"run entry missing", "POST", "/v1/run", `{"language":"python","files":[{"path":"a.py"}],"entry":"b.py"}`, 400, CodeBadRequest, "entry"},
+		{"run file unknown field", "POST", "/v1/run", `{"language":"python","code":"x","files":[{"path":"a","mode":7}]}`, 400, CodeBadRequest, "files[0].mode: unknown field"},
+		{"run artifacts unknown field", "POST", "/v1/run", `{"language":"python","code":"x","artifacts":{"content":true}}`, 400, CodeBadRequest, "artifacts.content: unknown field"},
+		{"run artifacts max_bytes", "POST", "/v1/run", `{"language":"python","code":"x","artifacts":{"include_content":true,"max_bytes":-1}}`, 400, CodeBadRequest, "artifacts"},
 		{"run too large", "POST", "/v1/run", `{"language":"python","code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
 		{"judge", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}]}`, 200, "", ""},
 		{"judge subtasks", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}],"subtasks":[{"id":"s","points":5,"tests":["1"],"policy":"min","stop_at_first_failure":true}]}`, 200, "", ""},
 		{"judge subtask of no test", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","input":"","expected_output":"1"}],"subtasks":[{"id":"s","points":5,"tests":["2"]}]}`, 400, CodeValidation, ""},
 		{"judge no tests", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"print(1)","test_cases":[]}`, 400, CodeValidation, ""},
 		{"judge malformed", "POST", "/v1/judge", `{"code":`, 400, CodeValidation, ""},
+		{"judge files", "POST", "/v1/judge", `{"request_id":"r","language":"python","files":[{"path":"a.py","content":"print(1)"}],"entry":"a.py","test_cases":[{"expected_output":"1"}]}`, 200, "", ""},
+		{"judge file leaving", "POST", "/v1/judge", `{"request_id":"r","language":"python","code":"x","files":[{"path":"../a.py"}],"test_cases":[{"expected_output":"1"}]}`, 400, CodeValidation, "files[0].path"},
 		{"judge too large", "POST", "/v1/judge", `{"code":"` + big + `"}`, 413, CodePayloadTooLarge, "body"},
 		{"health", "GET", "/health", ``, 200, "", ""},
 		{"health HEAD", "HEAD", "/health", ``, 200, "", ""},
@@ -116,13 +130,16 @@ func TestEndpoints(t *testing.T) {
 	// A judge request from a client written for another system is
 	// refused naming the field, nested ones by their path.
 	for body, field := range map[string]string{
-		`{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","expected_ouput":"1"}]}`: "test_cases[0].expected_ouput: unknown field",
-		`{"source_code":"print(1)","language_id":71}`:                                                             "source_code: unknown field",
+		`{"request_id":"r","language":"python","code":"print(1)","test_cases":[{"id":"1","expected_answer":"1"}]}`: "test_cases[0].expected_answer: unknown field",
+		`{"source_code":"print(1)","language_id":71}`:                                                              "source_code: unknown field",
 	} {
 		rec := do(t, s, "POST", "/v1/judge", body, nil)
 		if rec.Code != 400 || !strings.Contains(rec.Body.String(), field) {
 			t.Errorf("judge %s: %d %s", body, rec.Code, rec.Body)
 		}
+	}
+	if len(fakeRuns) != 1 || fakeRuns[0].Entry != "a.py" || len(fakeRuns[0].Files) != 1 {
+		t.Errorf("/v1/run did not hand its files and entry to the runner")
 	}
 	rec := do(t, s, "GET", "/metrics", "", nil)
 	for _, m := range []string{"coderunner_executions_total", "coderunner_execution_duration_seconds", "coderunner_active_executions",

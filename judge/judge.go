@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -167,24 +168,9 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	}
 
 	stage = StageCompilation
-	prog, err := j.engine.Prepare(ctx, req.Language, code, req.ProgramOptions())
-	var ce *CompileError
-	var ve *ValidationError
-	switch {
-	case errors.As(err, &ce):
-		res := compilationErrorResult(req, ce, elapsed())
-		score(req, &res, nil)
-		return res
-	case errors.As(err, &ve):
-		return InvalidRequestResult(req.RequestID, ve, elapsed())
-	case errors.Is(err, ErrUnsupportedLanguage):
-		return unsupportedLanguageResult(req, elapsed())
-	case err != nil:
-		j.log.Error("preparing the program failed", "request_id", req.RequestID, "language", req.Language, "error", err)
-		return sandboxErrorResult(req, stage, fmt.Errorf("unable to prepare the program: %w", err), elapsed())
-	case prog == nil:
-		j.log.Error("engine returned no program", "request_id", req.RequestID, "language", req.Language)
-		return sandboxErrorResult(req, stage, errors.New("unable to prepare the program"), elapsed())
+	prog, failed := j.prepareSolution(ctx, req, code, elapsed)
+	if failed != nil {
+		return *failed
 	}
 	defer func() {
 		if err := prog.Close(); err != nil {
@@ -214,6 +200,40 @@ func (j *Judge) Execute(ctx context.Context, req ExecutionRequest) (res Executio
 	res = buildResult(req, results, elapsed())
 	score(req, &res, results)
 	return res
+}
+
+// prepareSolution has the engine prepare the request's code (sanitized as
+// code) with its options, or returns the result that says why it could
+// not: a refused request, a compilation error, an unknown language or a
+// failure of the machinery.
+func (j *Judge) prepareSolution(ctx context.Context, req ExecutionRequest, code string, elapsed func() int64) (Program, *ExecutionResult) {
+	fail := func(res ExecutionResult) (Program, *ExecutionResult) { return nil, &res }
+	opts, err := req.ProgramOptions()
+	if err != nil { // Validate checked it; kept so that a change there cannot panic here.
+		return fail(InvalidRequestResult(req.RequestID, err, elapsed()))
+	}
+	prog, err := j.engine.Prepare(ctx, req.Language, code, opts)
+	var ce *CompileError
+	var ve *ValidationError
+	switch {
+	case errors.Is(err, multifile.ErrInvalid):
+		return fail(InvalidRequestResult(req.RequestID, &ValidationError{Message: err.Error()}, elapsed()))
+	case errors.As(err, &ce):
+		res := compilationErrorResult(req, ce, elapsed())
+		score(req, &res, nil)
+		return fail(res)
+	case errors.As(err, &ve):
+		return fail(InvalidRequestResult(req.RequestID, ve, elapsed()))
+	case errors.Is(err, ErrUnsupportedLanguage):
+		return fail(unsupportedLanguageResult(req, elapsed()))
+	case err != nil:
+		j.log.Error("preparing the program failed", "request_id", req.RequestID, "language", req.Language, "error", err)
+		return fail(sandboxErrorResult(req, StageCompilation, fmt.Errorf("unable to prepare the program: %w", err), elapsed()))
+	case prog == nil:
+		j.log.Error("engine returned no program", "request_id", req.RequestID, "language", req.Language)
+		return fail(sandboxErrorResult(req, StageCompilation, errors.New("unable to prepare the program"), elapsed()))
+	}
+	return prog, nil
 }
 
 // runTests runs every test of a valid request and returns their verdicts in

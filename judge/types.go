@@ -1,5 +1,7 @@
 package judge
 
+import "github.com/coderunner/coderunner/multifile"
+
 // ExecutionRequest asks the judge to run code against test cases (the body
 // of /v1/judge and of `coderunner judge`).
 //
@@ -35,6 +37,12 @@ type ExecutionRequest struct {
 	// has a score, a max_score and each subtask's score.
 	Subtasks []Subtask `json:"subtasks,omitempty"`
 
+	// Files are written beneath /workspace with the code before the
+	// solution is compiled (see package multifile); Entry names the file
+	// to run or compile, empty meaning the code's. Code may be empty when
+	// Files and Entry are given. The tests are unchanged.
+	Files []multifile.File `json:"files,omitempty"`
+	Entry string           `json:"entry,omitempty"`
 	// Args are the program's arguments, appended to the run argv of
 	// every test.
 	Args []string `json:"args,omitempty"`
@@ -57,9 +65,15 @@ type ExecutionRequest struct {
 }
 
 // ProgramOptions returns what the request adds to its code, for
-// Engine.Prepare.
-func (r ExecutionRequest) ProgramOptions() ProgramOptions {
-	return ProgramOptions{CompilerFlags: r.CompilerFlags, Args: r.Args, Env: r.Env}
+// Engine.Prepare: its files decoded (see multifile.Decode), its entry,
+// compiler flags, arguments and environment. An error is a
+// *ValidationError naming the field of files at fault.
+func (r ExecutionRequest) ProgramOptions() (ProgramOptions, error) {
+	files, err := multifile.Decode(r.Files)
+	if err != nil {
+		return ProgramOptions{}, &ValidationError{Message: err.Error()}
+	}
+	return ProgramOptions{Files: files, Entry: r.Entry, CompilerFlags: r.CompilerFlags, Args: r.Args, Env: r.Env}, nil
 }
 
 // TestCase is one input with its expected output. When

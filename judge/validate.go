@@ -86,7 +86,7 @@ func (r ExecutionRequest) WithDefaults() ExecutionRequest {
 // compiler flags and the names a language's recipe keeps.
 func (r ExecutionRequest) Validate() error {
 	switch {
-	case strings.TrimSpace(r.Code) == "":
+	case strings.TrimSpace(r.Code) == "" && (len(r.Files) == 0 || r.Entry == ""):
 		return invalidf("Empty code")
 	case len(r.TestCases) == 0:
 		return invalidf("No test cases provided")
@@ -106,6 +106,9 @@ func (r ExecutionRequest) Validate() error {
 		return invalidf("Code too large: %d bytes (max %d)", len(r.Code), MaxCodeBytes)
 	case len(r.TestCases) > MaxTests:
 		return invalidf("Too many test cases: %d (max %d)", len(r.TestCases), MaxTests)
+	}
+	if _, err := r.ProgramOptions(); err != nil {
+		return err
 	}
 	if err := lang.CheckArgs(r.Args); err != nil {
 		return invalidf("Invalid %v", err)

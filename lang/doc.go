@@ -19,7 +19,14 @@
 // Argv templates use these placeholders, each replaced wherever it occurs
 // inside an argument:
 //
-//	{source}     absolute path of the source file inside the sandbox
+//	{source}     absolute path of the source file (the entry) inside the sandbox
+//	{sources}    compile templates only, as a whole argument: every source file
+//	             compiled together (the entry, then the files the recipe's
+//	             sources patterns match); the entry alone without patterns
+//	{compiler_flags}
+//	             compile templates only, as a whole argument past the first:
+//	             a request's compiler flags (see Language.CheckCompilerFlags);
+//	             without it they are appended to the compile argv
 //	{binary}     absolute path of the compiled program inside the sandbox
 //	{class}      the Java class name (see Language.SourceName)
 //	{workspace}  the workspace directory, /workspace
@@ -27,6 +34,10 @@
 //	{heap_mb}    a JVM heap below that limit (see JVMHeapMB)
 //	{tool}       sandbox path of the discovered toolchain program
 //	{root}       sandbox path of the toolchain root (its mount target)
+//
+// A program of several files (Place) compiles with project_compile instead
+// of compile when the workspace holds the recipe's project_file (Go's
+// go.mod).
 //
 // Version commands run on the host and use {host_tool} and {host_root}
 // instead; a root command may also use {host_program}, the program found

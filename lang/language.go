@@ -17,6 +17,10 @@ import (
 // when Vars.Binary is empty.
 const DefaultBinary = "main"
 
+// sourcesArg is the placeholder that stands for every source file, as a
+// whole argument of a compile template.
+const sourcesArg = "{sources}"
+
 // DefaultClass is the Java class name used when the code names none.
 const DefaultClass = "Solution"
 
@@ -41,6 +45,13 @@ type Language struct {
 	Source string
 	// Compile and Run are argv templates (see the package documentation).
 	Compile, Run []string
+	// Sources are the patterns of the files compiled together; see
+	// Recipe.Sources.
+	Sources []string
+	// ProjectFile and ProjectCompile are the compile argv of a workspace
+	// holding that file; see Recipe.ProjectFile.
+	ProjectFile    string
+	ProjectCompile []string
 	// Env holds the recipe's KEY=value entries with {tool} and {root}
 	// expanded. The backend adds HOME, TMPDIR, LANG and LC_ALL.
 	Env []string
@@ -94,6 +105,12 @@ type Vars struct {
 	// CheckCompilerFlags: CompileArgs puts them where the template's
 	// {compiler_flags} element stands, or else at its end.
 	CompilerFlags []string
+	// Sources are the absolute sandbox paths {sources} stands for; empty
+	// means Source alone.
+	Sources []string
+	// Project compiles with the ProjectCompile template (the workspace
+	// holds ProjectFile).
+	Project bool
 }
 
 // compilerFlagsElement is the compile argv element replaced by a
@@ -106,22 +123,25 @@ func newLanguage(id string, r Recipe, base []string) (*Language, error) {
 		return nil, fmt.Errorf("%w: languages.%s.compiler_flags%w", ErrInvalidRecipe, id, err)
 	}
 	l := &Language{
-		ID:            id,
-		Aliases:       lower(r.Aliases),
-		Extensions:    lower(r.Extensions),
-		Compiled:      r.Compiled,
-		Source:        r.Source,
-		Compile:       slices.Clone(r.Compile),
-		Run:           slices.Clone(r.Run),
-		CompileEnv:    slices.Clone(r.CompileEnv),
-		BuildCacheEnv: r.BuildCacheEnv,
-		MinProcesses:  r.MinProcesses,
-		Image:         r.Image,
-		MemoryFactor:  atLeastOne(r.MemoryFactor),
-		TimeoutFactor: atLeastOne(r.TimeoutFactor),
-		Recipe:        r,
-		flagRules:     rules,
-		baseMounts:    base,
+		ID:             id,
+		Aliases:        lower(r.Aliases),
+		Extensions:     lower(r.Extensions),
+		Compiled:       r.Compiled,
+		Source:         r.Source,
+		Compile:        slices.Clone(r.Compile),
+		Run:            slices.Clone(r.Run),
+		Sources:        slices.Clone(r.Sources),
+		ProjectFile:    r.ProjectFile,
+		ProjectCompile: slices.Clone(r.ProjectCompile),
+		CompileEnv:     slices.Clone(r.CompileEnv),
+		BuildCacheEnv:  r.BuildCacheEnv,
+		MinProcesses:   r.MinProcesses,
+		Image:          r.Image,
+		MemoryFactor:   atLeastOne(r.MemoryFactor),
+		TimeoutFactor:  atLeastOne(r.TimeoutFactor),
+		Recipe:         r,
+		flagRules:      rules,
+		baseMounts:     base,
 	}
 	tc := r.Toolchain
 	l.staticRoot = tc.Mount
@@ -170,7 +190,7 @@ func (l *Language) NeedsClass() bool {
 	if hasClass(l.Source) {
 		return true
 	}
-	for _, a := range append(append([]string(nil), l.Compile...), l.Run...) {
+	for _, a := range slices.Concat(l.Compile, l.ProjectCompile, l.Run) {
 		if hasClass(a) {
 			return true
 		}
@@ -202,20 +222,15 @@ func (l *Language) RunLimits(limits sandbox.Limits) sandbox.Limits {
 // {compiler_flags} element, or are appended; they are not checked here
 // (CheckCompilerFlags does).
 func (l *Language) CompileArgs(v Vars) []string {
-	if len(l.Compile) == 0 {
+	tmpl := l.Compile
+	if v.Project && len(l.ProjectCompile) > 0 {
+		tmpl = l.ProjectCompile
+	}
+	if len(tmpl) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(l.Compile)+len(v.CompilerFlags))
-	placed := false
-	for _, a := range l.expand(l.Compile, v) {
-		if a == compilerFlagsElement {
-			out = append(out, v.CompilerFlags...)
-			placed = true
-			continue
-		}
-		out = append(out, a)
-	}
-	if !placed {
+	out := l.expand(tmpl, v)
+	if !slices.Contains(tmpl, compilerFlagsElement) {
 		out = append(out, v.CompilerFlags...)
 	}
 	return out
@@ -243,9 +258,23 @@ func (l *Language) expand(tmpl []string, v Vars) []string {
 		"{tool}", tool,
 		"{root}", root,
 	)
-	out := make([]string, len(tmpl))
-	for i, a := range tmpl {
-		out[i] = r.Replace(a)
+	out := make([]string, 0, len(tmpl)+len(v.Sources)+len(v.CompilerFlags))
+	for _, a := range tmpl {
+		switch a {
+		case compilerFlagsElement:
+			// A whole element of a compile template: the request's
+			// compiler flags, however many.
+			out = append(out, v.CompilerFlags...)
+			continue
+		case sourcesArg:
+			// A whole argument, one per source file.
+			if len(v.Sources) == 0 {
+				out = append(out, v.Source)
+			}
+			out = append(out, v.Sources...)
+			continue
+		}
+		out = append(out, r.Replace(a))
 	}
 	return out
 }

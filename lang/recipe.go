@@ -32,6 +32,16 @@ type Recipe struct {
 	Source string `yaml:"source,omitempty"`
 	// Compile is the compile argv template of a compiled language.
 	Compile []string `yaml:"compile,omitempty"`
+	// Sources are the patterns of the workspace files a program of several
+	// files compiles together (its {sources}): "*.c" matches at the top of
+	// the workspace, "**/*.c" at any depth. Empty: the entry alone.
+	Sources []string `yaml:"sources,omitempty"`
+	// ProjectFile names a file at the top of the workspace (Go's go.mod)
+	// whose presence makes the build use ProjectCompile instead of Compile.
+	ProjectFile string `yaml:"project_file,omitempty"`
+	// ProjectCompile is the compile argv template of a workspace holding
+	// ProjectFile (Go: build the module's package in the workspace).
+	ProjectCompile []string `yaml:"project_compile,omitempty"`
 	// Run is the run argv template. A request's program arguments are
 	// appended to it.
 	Run []string `yaml:"run,omitempty"`
@@ -39,8 +49,8 @@ type Recipe struct {
 	// the compile step: regular expressions, each matching a whole flag
 	// (-O[0-3]). A flag no entry matches is refused, and so is a flag of
 	// the fixed deny list whatever this list says (see
-	// Language.CheckCompilerFlags). The flags are appended to Compile, or
-	// put where its {compiler_flags} element stands.
+	// Language.CheckCompilerFlags). The flags are appended to Compile (or
+	// ProjectCompile), or put where its {compiler_flags} element stands.
 	CompilerFlags []string `yaml:"compiler_flags,omitempty"`
 	// Env holds KEY=value entries added to the sandbox environment. PATH
 	// must let compilers find their helpers (gcc runs as and ld). It may
@@ -176,6 +186,12 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 		} else {
 			err = v.Decode(&r.Compile)
 		}
+	case "sources":
+		err = v.Decode(&r.Sources)
+	case "project_file":
+		err = v.Decode(&r.ProjectFile)
+	case "project_compile":
+		err = v.Decode(&r.ProjectCompile)
 	case "compile_command":
 		err = v.Decode(&r.Compile)
 		key = "compile"
@@ -267,6 +283,15 @@ func merge(base, o Recipe) Recipe {
 	}
 	if o.isSet("compile", o.Compile != nil) {
 		out.Compile = o.Compile
+	}
+	if o.isSet("sources", o.Sources != nil) {
+		out.Sources = o.Sources
+	}
+	if o.isSet("project_file", o.ProjectFile != "") {
+		out.ProjectFile = o.ProjectFile
+	}
+	if o.isSet("project_compile", o.ProjectCompile != nil) {
+		out.ProjectCompile = o.ProjectCompile
 	}
 	if o.isSet("run", o.Run != nil) {
 		out.Run = o.Run

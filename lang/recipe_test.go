@@ -239,6 +239,38 @@ func TestBadRecipes(t *testing.T) {
 			return r
 		}, "languages.x.compile: [1]: unknown placeholder {compiler_flags}"},
 		{"flags element in run", "x", func() Recipe { r := ok(); r.Run = []string{"{tool}", "{compiler_flags}"}; return r }, "languages.x.run: [1]: unknown placeholder {compiler_flags}"},
+		{"sources in run", "x", func() Recipe { r := ok(); r.Run = []string{"{tool}", "{sources}"}; return r }, "languages.x.run: [1]: unknown placeholder {sources}"},
+		{"sources inside an argument", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile = true, []string{"{tool}", "-c={sources}"}
+			return r
+		}, "languages.x.compile: [1]: {sources} must be a whole argument"},
+		{"sources of an interpreter", "x", func() Recipe { r := ok(); r.Sources = []string{"*.py"}; return r }, "languages.x.sources: set although compiled is false"},
+		{"sources pattern with a directory", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.Sources = true, []string{"{tool}"}, []string{"src/*.c"}
+			return r
+		}, "languages.x.sources[0]"},
+		{"bad sources pattern", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.Sources = true, []string{"{tool}"}, []string{"**/[.c"}
+			return r
+		}, "languages.x.sources[0]: \"**/[.c\": syntax error in pattern"},
+		{"project file alone", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.ProjectFile = true, []string{"{tool}"}, "go.mod"
+			return r
+		}, "languages.x.project_file: project_file and project_compile go together"},
+		{"project file in a directory", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.ProjectFile, r.ProjectCompile = true, []string{"{tool}"}, "a/go.mod", []string{"{tool}"}
+			return r
+		}, "languages.x.project_file: \"a/go.mod\" must be a plain file name"},
+		{"project compile placeholder", "x", func() Recipe {
+			r := ok()
+			r.Compiled, r.Compile, r.ProjectFile, r.ProjectCompile = true, []string{"{tool}"}, "go.mod", []string{"{tool}", "{nope}"}
+			return r
+		}, "languages.x.project_compile: [1]: unknown placeholder {nope}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ var (
 	argvPlaceholders = set("source", "binary", "class", "workspace", "memory_mb", "heap_mb", "tool", "root",
 		// The older names of source and class.
 		"classname", "filename")
+	compilePlaceholders = set("source", "sources", "binary", "class", "workspace", "memory_mb", "heap_mb", "tool", "root",
+		"classname", "filename")
 	envPlaceholders     = set("tool", "root", "workspace")
 	sourcePlaceholders  = set("class", "classname")
 	versionPlaceholders = set("host_tool", "host_root")
@@ -81,6 +83,9 @@ func (r *Recipe) validate(id string) error {
 	}
 	if !r.Compiled && len(r.CompilerFlags) > 0 {
 		return f("compiler_flags", "set although compiled is false")
+	}
+	if err := r.validateSources(f); err != nil {
+		return err
 	}
 	if err := checkEnv(f, "env", r.Env, envPlaceholders); err != nil {
 		return err
@@ -175,6 +180,52 @@ func (d *Discovery) validate(f func(field, format string, args ...any) error, r 
 	return nil
 }
 
+// validateSources checks the fields of a program of several files:
+// {sources} only as a whole argument, valid patterns, and a project file
+// with its compile argv.
+func (r *Recipe) validateSources(f func(field, format string, args ...any) error) error {
+	for field, argv := range map[string][]string{"compile": r.Compile, "project_compile": r.ProjectCompile} {
+		for i, a := range argv {
+			if a != sourcesArg && strings.Contains(a, sourcesArg) {
+				return f(field, "[%d]: %s must be a whole argument", i, sourcesArg)
+			}
+		}
+	}
+	for i, p := range r.Sources {
+		if err := checkSourcePattern(p); err != nil {
+			return f(fmt.Sprintf("sources[%d]", i), "%v", err)
+		}
+	}
+	if len(r.Sources) > 0 && !r.Compiled {
+		return f("sources", "set although compiled is false")
+	}
+	switch {
+	case (r.ProjectFile == "") != (len(r.ProjectCompile) == 0):
+		return f("project_file", "project_file and project_compile go together")
+	case r.ProjectFile != "" && !r.Compiled:
+		return f("project_file", "set although compiled is false")
+	case r.ProjectFile != "" && (strings.ContainsAny(r.ProjectFile, "/\\\x00") || r.ProjectFile == "." || r.ProjectFile == ".."):
+		return f("project_file", "%q must be a plain file name", r.ProjectFile)
+	}
+	if err := checkCompileArgv(r.ProjectCompile); err != nil {
+		return f("project_compile", "%v", err)
+	}
+	return nil
+}
+
+// checkSourcePattern accepts a file name pattern, at the top of the
+// workspace, or at any depth after "**/".
+func checkSourcePattern(p string) error {
+	base := strings.TrimPrefix(p, "**/")
+	if base == "" || strings.ContainsAny(base, "/\\\x00") {
+		return fmt.Errorf("%q must be a file name pattern, optionally after **/", p)
+	}
+	if _, err := path.Match(base, ""); err != nil {
+		return fmt.Errorf("%q: %w", p, err)
+	}
+	return nil
+}
+
 // checkArgv checks an argv template: every argument's placeholders are
 // known and argv[0] is absolute once expanded, since the sandbox does no
 // PATH lookup.
@@ -193,8 +244,9 @@ func checkArgv(argv []string, allowed map[string]bool) error {
 	return nil
 }
 
-// checkCompileArgv checks a compile argv template: that of checkArgv, and
-// {compiler_flags} at most once, as a whole element past argv[0].
+// checkCompileArgv checks a compile argv template: that of checkArgv with
+// {sources}, and {compiler_flags} at most once, as a whole element past
+// argv[0].
 func checkCompileArgv(argv []string) error {
 	plain := slices.Clone(argv)
 	seen := false
@@ -208,7 +260,7 @@ func checkCompileArgv(argv []string) error {
 		seen = true
 		plain[i] = "-"
 	}
-	return checkArgv(plain, argvPlaceholders)
+	return checkArgv(plain, compilePlaceholders)
 }
 
 // checkEnv checks the KEY=value entries of the list field, whose values

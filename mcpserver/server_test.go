@@ -20,6 +20,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/session"
 )
@@ -80,9 +81,18 @@ func (f *fakeRunner) last() execute.Request {
 // that wait for their context.
 type fakeEngine struct{ runner *fakeRunner }
 
-func (e fakeEngine) Prepare(_ context.Context, language, code string, _ judge.ProgramOptions) (judge.Program, error) {
+// Prepare takes the entry's content for the code when the request names
+// one, so that a judge of files judges what the entry holds.
+func (e fakeEngine) Prepare(_ context.Context, language, code string, opts judge.ProgramOptions) (judge.Program, error) {
 	if language != "python" {
 		return nil, fmt.Errorf("%w: %s", judge.ErrUnsupportedLanguage, language)
+	}
+	if opts.Entry != "" {
+		i := slices.IndexFunc(opts.Files, func(f sandbox.File) bool { return f.Path == opts.Entry })
+		if i < 0 {
+			return nil, &multifile.Error{Field: "entry", Reason: "not among files"}
+		}
+		code = string(opts.Files[i].Content)
 	}
 	return fakeProgram{code: code, runner: e.runner}, nil
 }
@@ -284,7 +294,7 @@ func TestListTools(t *testing.T) {
 					t.Errorf("argument %s has no description", p)
 				}
 			}
-			if !slices.Equal(schema.Required, []string{"language", "code"}) {
+			if !slices.Equal(schema.Required, []string{"language"}) {
 				t.Errorf("required %v", schema.Required)
 			}
 		})
@@ -349,13 +359,25 @@ func TestExecuteCodeErrors(t *testing.T) {
 		{"timeout low", map[string]any{"language": "python", "code": "x", "timeout": 0}, `argument "timeout": 0 must be between 1 and 300 seconds`},
 		{"memory", map[string]any{"language": "python", "code": "x", "memory_limit": 8}, `argument "memory_limit": 8 must be between 16 and 8192 MB`},
 		{"session", map[string]any{"language": "python", "code": "x", "session_id": "../../etc"}, `argument "session_id": invalid session_id`},
-		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are args, code, compiler_flags, env, language, memory_limit, session_id, session_ttl_seconds, stdin, timeout)`},
+		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, session_id, session_ttl_seconds, stdin, timeout)`},
 		{"ttl without session", map[string]any{"language": "python", "code": "x", "session_ttl_seconds": 60}, `argument "session_ttl_seconds" needs a session_id`},
 		{"ttl zero", map[string]any{"language": "python", "code": "x", "session_id": "s", "session_ttl_seconds": 0}, `argument "session_ttl_seconds": 0 must be at least 1`},
 		{"ttl fraction", map[string]any{"language": "python", "code": "x", "session_id": "s", "session_ttl_seconds": 1.5}, `argument "session_ttl_seconds" must be an integer`},
 		{"wrong type", map[string]any{"language": "python", "code": 42}, `argument "code" must be a string, not a number`},
 		{"wrong type timeout", map[string]any{"language": "python", "code": "x", "timeout": "10s"}, `argument "timeout" must be a number, not a string`},
 		{"refused by the runner", map[string]any{"language": "python", "code": "refuse"}, "too many sessions: 100 sessions are open"},
+		{"file leaving", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "../x", "content": ""}}},
+			`argument "files[0].path": "../x" leaves the workspace`},
+		{"file bad base64", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "a", "content": "%%", "encoding": "base64"}}},
+			`argument "files[0].content": not valid base64`},
+		{"file unknown field", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "a", "mode": 7}}},
+			`unknown argument "mode"`},
+		{"files without entry", map[string]any{"language": "python", "files": []any{map[string]any{"path": "a.py", "content": "x"}}},
+			`argument "code" is required and must not be empty, unless "files" and "entry" hold the program`},
+		{"entry not a file", map[string]any{"language": "python", "entry": "b.py", "files": []any{map[string]any{"path": "a.py", "content": "x"}}},
+			`argument "entry": "b.py" is not among files`},
+		{"artifacts max_bytes", map[string]any{"language": "python", "code": "x", "artifacts": map[string]any{"include_content": true, "max_bytes": -2}},
+			`argument "artifacts": invalid artifacts options: max_bytes must be between`},
 	}
 	for _, tr := range transports {
 		cs := connect(t, s, tr, nil)
@@ -367,6 +389,30 @@ func TestExecuteCodeErrors(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestJudgeCodeFiles(t *testing.T) {
+	s, _ := newServer(t)
+	cs := connect(t, s, "memory", nil)
+	res := call(t, cs, ToolJudgeCode, map[string]any{
+		"language": "python", "entry": "sol.py",
+		"files":      []any{map[string]any{"path": "sol.py", "content": "echo"}},
+		"test_cases": []map[string]any{{"input": "1\n", "expected_output": "1\n"}},
+	})
+	var r judge.ExecutionResult
+	structuredInto(t, res, &r)
+	if res.IsError || r.Status != judge.StatusAllPassed {
+		t.Fatalf("isError %v, result %+v", res.IsError, r)
+	}
+	res = call(t, cs, ToolJudgeCode, map[string]any{
+		"language": "python", "code": "echo",
+		"files":      []any{map[string]any{"path": "/etc/x", "content": ""}},
+		"test_cases": []map[string]any{{"input": "1\n", "expected_output": "1\n"}},
+	})
+	structuredInto(t, res, &r)
+	if r.Status != judge.StatusSandboxError || r.ErrorInfo == nil || !strings.Contains(r.ErrorInfo.Message, "files[0].path") {
+		t.Fatalf("result %+v", r)
 	}
 }
 

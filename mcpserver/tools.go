@@ -17,6 +17,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/multifile"
 	"github.com/coderunner/coderunner/runner"
 )
 
@@ -102,12 +103,15 @@ func (s *Server) executeSchema() map[string]any {
 	return map[string]any{
 		"type":                 "object",
 		"additionalProperties": false,
-		"required":             []string{"language", "code"},
+		"required":             []string{"language"},
 		"properties": map[string]any{
 			"language": s.languageSchema(),
-			"code": map[string]any{"type": "string", "minLength": 1,
-				"description": "Source code of the whole program. It is saved as one file in /workspace and run there; compiled languages are compiled first (30 s, 512 MB)."},
-			"stdin": map[string]any{"type": "string", "description": "Standard input of the program. Default: empty."},
+			"code": map[string]any{"type": "string",
+				"description": "Source code of the program. It is saved as one file in /workspace (main.<ext>) and run there; compiled languages are compiled first (30 s, 512 MB). Required unless files and entry hold the program."},
+			"files":     filesSchema(),
+			"entry":     entrySchema(),
+			"artifacts": artifactsSchema(),
+			"stdin":     map[string]any{"type": "string", "description": "Standard input of the program. Default: empty."},
 			"timeout": map[string]any{"type": "number", "minimum": execute.MinTimeLimit, "maximum": execute.MaxTimeLimit, "default": d.TimeLimit,
 				"description": "Wall-clock time limit of the run in seconds (it also bounds CPU time)."},
 			"memory_limit": map[string]any{"type": "integer", "minimum": execute.MinMemoryLimit, "maximum": execute.MaxMemoryLimit, "default": d.MemoryLimit,
@@ -150,10 +154,12 @@ func (s *Server) judgeSchema() map[string]any {
 	return map[string]any{
 		"type":                 "object",
 		"additionalProperties": false,
-		"required":             []string{"language", "code", "test_cases"},
+		"required":             []string{"language", "test_cases"},
 		"properties": map[string]any{
 			"language": s.languageSchema(),
-			"code":     map[string]any{"type": "string", "minLength": 1, "description": "Source code of the solution; it reads a test's input on stdin and writes the answer on stdout."},
+			"code":     map[string]any{"type": "string", "description": "Source code of the solution; it reads a test's input on stdin and writes the answer on stdout. Required unless files and entry hold the solution."},
+			"files":    filesSchema(),
+			"entry":    entrySchema(),
 			"test_cases": map[string]any{
 				"type": "array", "minItems": 1, "maxItems": judge.MaxTests,
 				"description": "The tests, run in parallel; results keep this order.",
@@ -238,6 +244,10 @@ type executeArgs struct {
 	// SessionTTLSeconds sets the idle timeout of the session.
 	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
 
+	Files     []multifile.File        `json:"files"`
+	Entry     string                  `json:"entry"`
+	Artifacts execute.ArtifactOptions `json:"artifacts"`
+
 	Args          []string          `json:"args"`
 	CompilerFlags []string          `json:"compiler_flags"`
 	Env           map[string]string `json:"env"`
@@ -253,8 +263,8 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 	if err != nil {
 		return execute.Request{}, fmt.Errorf("unsupported language %q: use one of %s", a.Language, strings.Join(s.names, ", "))
 	}
-	if strings.TrimSpace(a.Code) == "" {
-		return execute.Request{}, fmt.Errorf("argument \"code\" is required and must not be empty")
+	if strings.TrimSpace(a.Code) == "" && (len(a.Files) == 0 || a.Entry == "") {
+		return execute.Request{}, fmt.Errorf("argument \"code\" is required and must not be empty, unless \"files\" and \"entry\" hold the program")
 	}
 	limits := s.defaults()
 	if a.Timeout != nil {
@@ -291,8 +301,13 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 		}
 		ttl = time.Duration(secs) * time.Second
 	}
-	return execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl,
-		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env}, nil
+	req := execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl,
+		Files: a.Files, Entry: a.Entry, Artifacts: a.Artifacts,
+		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env}
+	if _, err := execute.CheckRequest(req); err != nil {
+		return execute.Request{}, argumentError(err)
+	}
+	return req, nil
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -315,7 +330,7 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			// sends none.
 			return nil, ctx.Err()
 		}
-		return toolError(err), nil
+		return toolError(argumentError(err)), nil
 	}
 	return structured(res, executeSummary(res), res.Status == execute.StatusSetupError)
 }
@@ -354,6 +369,9 @@ type judgeArgs struct {
 	Checker        *judge.Tool      `json:"checker"`
 	Interactor     *judge.Tool      `json:"interactor"`
 
+	Files []multifile.File `json:"files"`
+	Entry string           `json:"entry"`
+
 	Args          []string          `json:"args"`
 	CompilerFlags []string          `json:"compiler_flags"`
 	Env           map[string]string `json:"env"`
@@ -368,6 +386,7 @@ func (s *Server) judgeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		RequestID: a.RequestID, Language: a.Language, Code: a.Code, TestCases: a.TestCases,
 		TimeoutMS: a.TimeoutMS, TotalTimeoutMS: a.TotalTimeoutMS, MemoryLimitMB: a.MemoryLimitMB, Compare: a.Compare,
 		Subtasks: a.Subtasks, Checker: a.Checker, Interactor: a.Interactor,
+		Files: a.Files, Entry: a.Entry,
 		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env,
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {

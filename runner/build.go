@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"time"
 
@@ -80,14 +79,17 @@ type BuildOptions struct {
 	Workspace string
 	// SampleInterval samples the compile step's CPU time and memory.
 	SampleInterval time.Duration
-	// Options are the request's compiler flags, program arguments and
-	// environment, checked by Build (see CheckOptions).
+	// Options are the request's files, entry, compiler flags, program
+	// arguments and environment, checked by Build (see CheckOptions).
+	// Files and Entry make it a program of several files (see
+	// lang.Language.Place); the code may then be empty.
 	Options judge.ProgramOptions
 }
 
 // CheckOptions checks what a request adds to the recipe of l: its
 // compiler flags against l's allow-list, its program arguments and its
-// environment. A refusal is a *lang.OptionError naming the field.
+// environment. A refusal is a *lang.OptionError naming the field. The
+// files are checked where they are placed (see lang.Language.Place).
 func CheckOptions(l *lang.Language, o judge.ProgramOptions) error {
 	if err := l.CheckCompilerFlags(o.CompilerFlags); err != nil {
 		return err
@@ -99,13 +101,14 @@ func CheckOptions(l *lang.Language, o judge.ProgramOptions) error {
 }
 
 // Build makes code of language l ready to run in o.Workspace, with no
-// cache: an interpreted program's source is written there by each run; a
+// cache: an interpreted program's files are written there by each run; a
 // compiled one is compiled there in the sandbox with the compile limits.
 // It returns the Program, and the compile step's result for a compiled
 // language. When that step did not succeed the Program is nil and the
 // result says why (the compiler's output, its status). An error means the
-// options were refused (a *lang.OptionError), the toolchain is missing or
-// the sandbox failed.
+// options were refused (a *lang.OptionError), files that do not fit the
+// language were (a *multifile.Error), the toolchain is missing or the
+// sandbox failed.
 func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o BuildOptions) (*Program, *sandbox.Result, error) {
 	if err := CheckOptions(l, o.Options); err != nil {
 		return nil, nil, err
@@ -113,16 +116,18 @@ func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o Bu
 	if err := b.Check(ctx, l); err != nil {
 		return nil, nil, err
 	}
-	p := b.newProgram(l, l.ID, code, o.Options)
+	p, err := b.newProgram(l, l.ID, code, o.Options)
+	if err != nil {
+		return nil, nil, err
+	}
 	p.workspace = o.Workspace
 	if !l.Compiled {
-		p.code = []byte(code)
 		return p, nil, nil
 	}
 	if o.Workspace == "" {
 		return nil, nil, fmt.Errorf("%w: %s is compiled in a host workspace, and none was given", sandbox.ErrUnavailable, l.ID)
 	}
-	step := b.newStep(l, "", p.source, p.class, code, o.Options.CompilerFlags, false)
+	step := b.newStep(l, "", p.place, o.Options.CompilerFlags, false)
 	spec := b.compileSpec(step, o.Workspace, b.compileLimits)
 	spec.SampleInterval = o.SampleInterval
 	res, err := b.backend.Run(ctx, spec)
@@ -136,16 +141,29 @@ func (b *Builder) Build(ctx context.Context, l *lang.Language, code string, o Bu
 	return p, res, nil
 }
 
-// newProgram is the Program of code in l before it is compiled, named
-// language as the caller named it, run with the arguments and environment
-// of o.
-func (b *Builder) newProgram(l *lang.Language, language, code string, o judge.ProgramOptions) *Program {
-	p := &Program{b: b, lang: l, language: language, source: l.SourceName(code),
-		args: slices.Clone(o.Args), env: lang.EnvLayer(o.Env)}
-	if l.NeedsClass() {
-		p.class = lang.JavaClass(code)
+// Reserved returns the workspace paths a build of l writes itself, which
+// no file of a request may take: the compiled program, and a cached
+// compile's build cache.
+func Reserved(l *lang.Language) map[string]string {
+	r := l.Reserved()
+	if l.BuildCacheEnv != "" {
+		r[goCacheDir] = "where the compiler's build cache is kept"
 	}
-	return p
+	return r
+}
+
+// newProgram is the Program of code and o's files in l before it is
+// compiled, named language as the caller named it, run with the arguments
+// and environment of o. Files that do not fit the language are a
+// *multifile.Error.
+func (b *Builder) newProgram(l *lang.Language, language, code string, o judge.ProgramOptions) (*Program, error) {
+	src := o.Source(code)
+	place, err := l.Place(src, Reserved(l))
+	if err != nil {
+		return nil, err
+	}
+	return &Program{b: b, lang: l, language: language, place: place, withFiles: src.HasFiles(),
+		args: slices.Clone(o.Args), env: lang.EnvLayer(o.Env)}, nil
 }
 
 // compileSpec is the sandbox spec of a compile step in the host workspace
@@ -158,21 +176,18 @@ func (b *Builder) compileSpec(step *compileStep, ws string, limits sandbox.Limit
 		Dir:       sandbox.WorkspaceDir,
 		Mounts:    append([]sandbox.Mount(nil), step.lang.Mounts...),
 		Workspace: ws,
-		Files:     []sandbox.File{{Path: step.source, Content: []byte(step.code), Mode: 0o644}},
+		Files:     append([]sandbox.File(nil), step.files...),
 		Limits:    limits,
 	}
 }
 
-// newStep is the compile step of code with the request's compiler flags.
-// A cached step (the judge's) also gets a private build cache in its
-// workspace when the language names one; see buildCacheEnv.
-func (b *Builder) newStep(l *lang.Language, version, source, class, code string, flags []string, cached bool) *compileStep {
-	vars := lang.Vars{
-		Source:   path.Join(sandbox.WorkspaceDir, source),
-		Class:    class,
-		MemoryMB: int(b.compileLimits.Memory / sandbox.MiB),
-	}
-	plain := l.CompileArgs(vars)
+// newStep is the compile step of the program placed as place, with the
+// request's compiler flags. A cached step (the judge's) also gets a
+// private build cache in its workspace when the language names one; see
+// buildCacheEnv.
+func (b *Builder) newStep(l *lang.Language, version string, place *lang.Placement, flags []string, cached bool) *compileStep {
+	vars := place.Vars(sandbox.WorkspaceDir)
+	vars.MemoryMB = int(b.compileLimits.Memory / sandbox.MiB)
 	vars.CompilerFlags = flags
 	var cache []string
 	if cached {
@@ -183,10 +198,9 @@ func (b *Builder) newStep(l *lang.Language, version, source, class, code string,
 		version: version,
 		where:   b.environment(l),
 		args:    l.CompileArgs(vars),
-		plain:   plain,
 		env:     lang.Environment(l.Env, l.CompileEnv, cache),
-		source:  source,
-		code:    code,
+		source:  place.Entry,
+		files:   place.Files,
 	}
 }
 

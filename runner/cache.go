@@ -58,6 +58,17 @@ type KeyInput struct {
 	Source string `json:"source"`
 	// SourceSHA256 is the hex SHA-256 of the source code.
 	SourceSHA256 string `json:"source_sha256"`
+	// Files are every file of a program of several files (the code's
+	// included), in the order they are written; nil for a program of its
+	// code alone, whose key is as it always was.
+	Files []FileKey `json:"files,omitempty"`
+}
+
+// FileKey is one file of a program of several files in its cache key.
+type FileKey struct {
+	Path   string `json:"path"`
+	Mode   uint32 `json:"mode"`
+	SHA256 string `json:"sha256"`
 }
 
 // Key returns the cache key of k: the hex SHA-256 of its canonical

@@ -32,13 +32,13 @@ type compileStep struct {
 	version string
 	// where is the compile environment (KeyInput.Environment).
 	where string
-	// args is the compile argv, the request's compiler flags included;
-	// plain is the same without them (the Go build cache seed's).
+	// args is the compile argv, the request's compiler flags included.
 	args   []string
-	plain  []string
 	env    []string
-	source string // file name in the workspace
-	code   string
+	source string // the entry's path in the workspace
+	files  []sandbox.File
+	// multi keys the step by every file, not by the entry alone.
+	multi bool
 }
 
 // buildCacheEnv points the compiler's build cache, if the language names
@@ -58,23 +58,32 @@ type imager interface {
 
 // key is the cache key of the step.
 func (s *compileStep) key() string {
-	sum := sha256.Sum256([]byte(s.code))
-	return KeyInput{
-		Language:     s.lang.ID,
-		Toolchain:    s.version,
-		Environment:  s.where,
-		Args:         s.args,
-		Env:          s.env,
-		Source:       s.source,
-		SourceSHA256: hex.EncodeToString(sum[:]),
-	}.Key()
+	k := KeyInput{
+		Language:    s.lang.ID,
+		Toolchain:   s.version,
+		Environment: s.where,
+		Args:        s.args,
+		Env:         s.env,
+		Source:      s.source,
+	}
+	for _, f := range s.files {
+		sum := sha256.Sum256(f.Content)
+		if f.Path == s.source {
+			k.SourceSHA256 = hex.EncodeToString(sum[:])
+		}
+		if s.multi {
+			k.Files = append(k.Files, FileKey{Path: f.Path, Mode: uint32(f.Mode.Perm()), SHA256: hex.EncodeToString(sum[:])})
+		}
+	}
+	return k.Key()
 }
 
 // compiled returns the cache entry of code, compiling it on a miss. Only
 // one compilation of a key runs at a time in this process; the others wait
 // for it and take its entry.
-func (r *Runner) compiled(ctx context.Context, l *lang.Language, version, source, class, code string, flags []string) (*entry, error) {
-	step := r.newStep(l, version, source, class, code, flags, true)
+func (r *Runner) compiled(ctx context.Context, l *lang.Language, version string, place *lang.Placement, flags []string, multi bool) (*entry, error) {
+	step := r.newStep(l, version, place, flags, true)
+	step.multi = multi
 	key := step.key()
 	for attempt := 0; ; attempt++ {
 		e, ok, err := r.cache.open(key)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -207,9 +209,13 @@ func seedID(step *compileStep) string {
 // keeps that cache as dir.
 func (r *Runner) buildSeed(ctx context.Context, step *compileStep, dir string) error {
 	seed := *step
-	seed.code = seedProgram
-	// The seed is shared by every request: none's compiler flags go in.
-	seed.args = seed.plain
+	// The seed is the language's single file, whatever the step's own
+	// program is made of, and it is shared by every request: none's
+	// compiler flags go in.
+	l := step.lang
+	src := l.SourceName(seedProgram)
+	seed.files = []sandbox.File{{Path: src, Content: []byte(seedProgram), Mode: 0o644}}
+	seed.args = l.CompileArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, src), MemoryMB: int(r.compileLimits.Memory / sandbox.MiB)})
 	limits := r.compileLimits
 	limits.WallTime = max(limits.WallTime, seedWallTime)
 	limits.CPUTime = max(limits.CPUTime, seedCPUTime)

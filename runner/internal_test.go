@@ -79,6 +79,18 @@ func TestKey(t *testing.T) {
 		"code":        func(k *KeyInput) { k.SourceSHA256 = strings.Repeat("cd", 32) },
 		// A boundary moved between two arguments is another argv.
 		"split": func(k *KeyInput) { k.Args = []string{"/usr/bin/gcc -O2", "-o", "/workspace/main", "/workspace/main.c"} },
+		"files": func(k *KeyInput) {
+			k.Files = []FileKey{{Path: "util.c", Mode: 0o644, SHA256: strings.Repeat("ef", 32)}}
+		},
+		"file content": func(k *KeyInput) {
+			k.Files = []FileKey{{Path: "util.c", Mode: 0o644, SHA256: strings.Repeat("01", 32)}}
+		},
+		"file mode": func(k *KeyInput) {
+			k.Files = []FileKey{{Path: "util.c", Mode: 0o755, SHA256: strings.Repeat("ef", 32)}}
+		},
+		"file path": func(k *KeyInput) {
+			k.Files = []FileKey{{Path: "lib/util.c", Mode: 0o644, SHA256: strings.Repeat("ef", 32)}}
+		},
 	}
 	want := base.Key()
 	if again := base.Key(); again != want {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/runner"
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 // cMacro prints the macro X, which only the compiler flags define.
@@ -104,7 +106,11 @@ func TestNativeGoFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Require(t, l.Discover(context.Background()).Available, "go is not available here")
-	r, _ := newRunner(t, runner.Options{})
+	// -trimpath changes every package's build: the standard library is
+	// compiled again, past the seed, which on a loaded machine (the race
+	// detector, other suites) takes more than the default 30 s.
+	slow := sandbox.Limits{WallTime: 180 * time.Second, CPUTime: 180 * time.Second}
+	r, _ := newRunner(t, runner.Options{CompileLimits: slow})
 	p, err := r.Prepare(context.Background(), "go",
 		"package main\n\nimport (\"fmt\"; \"os\")\n\nvar version = \"dev\"\n\nfunc main() { fmt.Println(version, os.Args[1:], os.Getenv(\"N\")) }\n",
 		judge.ProgramOptions{CompilerFlags: []string{"-trimpath", "-ldflags=-s -w -X main.version=1.2"}, Args: []string{"a"}, Env: map[string]string{"N": "7"}})

@@ -25,9 +25,11 @@ type Program struct {
 	b        *Builder
 	lang     *lang.Language
 	language string // as the caller named it
-	source   string // file name
-	class    string
-	code     []byte // interpreted languages only
+	// place is the program's files in the workspace, its entry and class.
+	place *lang.Placement
+	// withFiles tells that the request carried files beyond its code:
+	// they are written into every run's workspace, a cached program's too.
+	withFiles bool
 	// args and env are the request's program arguments and environment
 	// (KEY=value, sorted), the same for every run.
 	args  []string
@@ -53,12 +55,12 @@ func (p *Program) Language() string { return p.lang.ID }
 // Compiled reports whether the program was compiled.
 func (p *Program) Compiled() bool { return p.entry != nil || p.inWorkspace }
 
-// Source returns the sandbox path of the program's source file.
+// Source returns the sandbox path of the program's entry file.
 func (p *Program) Source() string {
 	if p.entry != nil {
-		return path.Join(ProgramDir, p.source)
+		return path.Join(ProgramDir, p.place.Entry)
 	}
-	return path.Join(sandbox.WorkspaceDir, p.source)
+	return path.Join(sandbox.WorkspaceDir, p.place.Entry)
 }
 
 // Run runs the program once with stdin as its standard input and limits
@@ -125,19 +127,27 @@ func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 		Mounts: slices.Clone(l.Mounts),
 		Limits: l.RunLimits(limits),
 	}
-	vars := lang.Vars{Class: p.class, MemoryMB: memMB, Source: p.Source()}
+	vars := p.place.Vars(sandbox.WorkspaceDir)
+	vars.MemoryMB = memMB
 	switch {
 	case p.entry != nil:
-		// The compile step's workspace is the run's ProgramDir.
+		// The compile step's workspace is the run's ProgramDir; the
+		// request's files are in the run's own workspace too, as they are
+		// for a program compiled there.
+		vars = p.place.Vars(ProgramDir)
+		vars.MemoryMB = memMB
 		vars.Workspace = ProgramDir
 		vars.Binary = path.Join(ProgramDir, lang.DefaultBinary)
 		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: p.entry.dir, Target: ProgramDir})
+		if p.withFiles {
+			spec.Files = slices.Clone(p.place.Files)
+		}
 	case p.inWorkspace:
 		// The compile step left the program in the run's workspace.
 		spec.Workspace = p.workspace
 	default:
 		spec.Workspace = p.workspace
-		spec.Files = []sandbox.File{{Path: p.source, Content: p.code, Mode: 0o644}}
+		spec.Files = slices.Clone(p.place.Files)
 	}
 	spec.Args = l.RunArgs(vars, p.args...)
 	if len(stdin) > 0 {

@@ -149,9 +149,10 @@ func (r *Runner) CacheDir() string { return r.cache.dir }
 // that says why. A compiled language is compiled in the sandbox with the
 // compile limits, or taken from the cache when the same source was
 // compiled before with the same toolchain, argv (the compiler flags of
-// opts included) and environment; a compilation failure is a
+// opts included), environment and files; a compilation failure is a
 // *judge.CompileError. Options that break the language's rules are a
-// *judge.ValidationError naming the field (see CheckOptions).
+// *judge.ValidationError naming the field (see CheckOptions), and files
+// that do not fit the language a *multifile.Error.
 func (r *Runner) Prepare(ctx context.Context, language, code string, opts judge.ProgramOptions) (judge.Program, error) {
 	p, err := r.prepare(ctx, language, code, opts)
 	if err != nil {
@@ -178,13 +179,15 @@ func (r *Runner) prepare(ctx context.Context, language, code string, opts judge.
 	if err := r.Check(ctx, l); err != nil {
 		return nil, err
 	}
-	p := r.newProgram(l, language, code, opts)
+	p, err := r.newProgram(l, language, code, opts)
+	if err != nil {
+		return nil, err
+	}
 	if !l.Compiled {
-		p.code = []byte(code)
 		p.openSeries()
 		return p, nil
 	}
-	e, err := r.compiled(ctx, l, tc.Version, p.source, p.class, code, opts.CompilerFlags)
+	e, err := r.compiled(ctx, l, tc.Version, p.place, opts.CompilerFlags, p.withFiles)
 	if err != nil {
 		return nil, err
 	}

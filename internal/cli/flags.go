@@ -108,20 +108,18 @@ func parseArgsDash(fs *flag.FlagSet, args []string) (pos, rest []string, err err
 	}
 }
 
-// fileAndArgs splits the positional arguments of run and judge: one FILE,
-// then the program's arguments after "--". With nothing before "--", the
-// first argument after it is the FILE (a file name that starts with "-").
-func fileAndArgs(pos, rest []string) (file string, args []string, err error) {
+// filesAndArgs splits the positional arguments of run and judge: the
+// FILE, DIR or several FILEs before "--", then the program's arguments
+// after it. With nothing before "--", the first argument after it is the
+// FILE (a file name that starts with "-").
+func filesAndArgs(pos, rest []string) (files, args []string, err error) {
 	if len(pos) == 0 && len(rest) > 0 {
 		pos, rest = rest[:1], rest[1:]
 	}
-	switch {
-	case len(pos) == 0:
-		return "", nil, errors.New("missing FILE (or - to read the code from stdin)")
-	case len(pos) > 1:
-		return "", nil, fmt.Errorf("one FILE only, got %d arguments: %s (the program's arguments go after --)", len(pos), strings.Join(pos, " "))
+	if len(pos) == 0 {
+		return nil, nil, errors.New("missing FILE (or - to read the code from stdin)")
 	}
-	return pos[0], rest, nil
+	return pos, rest, nil
 }
 
 // listFlag is a flag given any number of times, each value kept in order

@@ -23,7 +23,10 @@ import (
 
 const judgeAbout = `Compile the solution in FILE once, run it against every test case in the
 --tests file and judge the outputs. The code comes from
-FILE, or from standard input with "-" (then --lang is needed).
+FILE, or from standard input with "-" (then --lang is needed). A solution of
+several files is a DIR or several FILEs, built from its --entry file (default:
+the first FILE, or the directory's main.<ext>). Arguments after -- are the
+program's, given to every test's run (coderunner judge --tests t.json main.py -- a b).
 
 The tests file is a JSON array of {id, input, expected_output, is_hidden,
 timeout_ms, description} ("expected" is accepted for "expected_output").
@@ -66,11 +69,12 @@ type judgeFlags struct {
 	program   programFlags
 	tools     toolFlags
 	args      []string
+	entry     string
 	batch     batchFlags
 }
 
 func (a *App) judgeCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("judge", "--tests TESTS FILE|- [-- ARGS...]  or  --batch FILE.jsonl [--out FILE]", judgeAbout, true)
+	fs, c := a.flagSet("judge", "--tests TESTS FILE|DIR|-|FILE... [-- ARGS...]  or  --batch FILE.jsonl [--out FILE]", judgeAbout, true)
 	var f judgeFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.tests, "tests", "", "JSON `FILE` with the array of test cases (required)")
@@ -81,6 +85,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	fs.Float64Var(&f.cpus, "cpus", judge.DefaultCPULimit, "CPU bandwidth of each test in `CORES`")
 	fs.StringVar(&f.compare, "compare", judge.CompareNormalized, "output comparison `MODE`: normalized, exact, tokens or float:EPS")
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "tests run at once, `N` from 1 to 64")
+	fs.StringVar(&f.entry, "entry", "", "with a DIR or several FILEs, the `PATH` (relative to the directory) of the file to compile or run")
 	f.program.add(fs)
 	f.tools.add(fs)
 	f.batch.add(fs)
@@ -95,7 +100,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 	if f.batch.set(fs) {
 		return a.fail("judge", "--out, --summary, --test-sets and --workers go with --batch")
 	}
-	file, progArgs, err := fileAndArgs(pos, rest)
+	files, progArgs, err := filesAndArgs(pos, rest)
 	if err != nil {
 		return a.fail("judge", "%v", err)
 	}
@@ -115,7 +120,7 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 		return a.fail("judge", "--config: %v", err)
 	}
 
-	req, code, ok := a.judgeRequest(c, &f, file, langs)
+	req, code, ok := a.judgeRequest(c, &f, files, langs)
 	if !ok {
 		return code
 	}
@@ -152,17 +157,27 @@ func (a *App) judgeCmd(ctx context.Context, args []string) int {
 // judgeRequest reads the code and the tests file that judge's flags name
 // and makes the request; ok is false, with the exit code, when they are
 // refused.
-func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Table) (req judge.ExecutionRequest, code int, ok bool) {
+func (a *App) judgeRequest(c *common, f *judgeFlags, pos []string, langs *lang.Table) (req judge.ExecutionRequest, code int, ok bool) {
 	var err error
 	var src []byte
 	var language string
 	var l *lang.Language
-	if file == "-" {
+	file := pos[0]
+	var prog *program
+	switch {
+	case len(pos) > 1 || isDir(file):
+		if prog, err = readProgram(pos, f.entry, langs); err != nil {
+			return req, a.fail("judge", "%v", err), false
+		}
+		file = prog.entry
+	case f.entry != "":
+		return req, a.fail("judge", "--entry: only with a DIR or several FILEs"), false
+	case file == "-":
 		if f.lang == "" {
 			return req, a.fail("judge", "--lang: needed when the code comes from stdin"), false
 		}
 		src, err = readBounded(a.Stdin, judge.MaxCodeBytes, "stdin")
-	} else {
+	default:
 		src, err = readFileBounded(file, judge.MaxCodeBytes)
 	}
 	if err != nil {
@@ -228,6 +243,9 @@ func (a *App) judgeRequest(c *common, f *judgeFlags, file string, langs *lang.Ta
 		Args:          f.args,
 		CompilerFlags: f.program.compilerFlags,
 		Env:           f.program.envMap(),
+	}
+	if prog != nil {
+		req.Files, req.Entry = prog.files, prog.entry
 	}
 	if err := req.WithDefaults().Validate(); err != nil {
 		res := judge.InvalidRequestResult(req.RequestID, err, 0)
@@ -387,7 +405,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // decodeTests reads a tests file: a JSON array of test cases, refusing
-// a field a test case does not have ("[2].expected_ouput: unknown field").
+// a field a test case does not have ("[2].expected_answer: unknown field").
 func decodeTests(raw []byte) ([]judge.TestCase, error) {
 	var tests []judge.TestCase
 	if err := json.Unmarshal(raw, &tests); err != nil {

@@ -113,8 +113,8 @@ func (a *App) checkBatchFlags(fs *flag.FlagSet, f *judgeFlags, pos, rest []strin
 	switch {
 	case len(pos) > 0 || len(rest) > 0:
 		return a.fail("judge", "--batch takes no FILE or program arguments: each line carries its own"), false
-	case explicit["subtasks"] || explicit["lang"] || len(f.program.compilerFlags) > 0 || len(f.program.env) > 0:
-		return a.fail("judge", "--subtasks, --lang, --compiler-flag and --env go in each line of a --batch"), false
+	case explicit["subtasks"] || explicit["lang"] || explicit["entry"] || len(f.program.compilerFlags) > 0 || len(f.program.env) > 0:
+		return a.fail("judge", "--subtasks, --lang, --entry, --compiler-flag and --env go in each line of a --batch"), false
 	case f.batch.workers < 1 || f.batch.workers > 256:
 		return a.fail("judge", "--workers: %d is out of range 1..256", f.batch.workers), false
 	case f.parallel < 1 || f.parallel > 64:

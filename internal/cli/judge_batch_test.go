@@ -176,6 +176,7 @@ func TestJudgeBatchUsage(t *testing.T) {
 		{[]string{"--batch", input, prog}, "--batch takes no FILE"},
 		{[]string{"--batch", input, "--workers", "0"}, "--workers: 0 is out of range"},
 		{[]string{"--batch", input, "--lang", "python"}, "go in each line"},
+		{[]string{"--batch", input, "--entry", "main.py"}, "go in each line"},
 		{[]string{"--batch", input, "--test-sets", prog}, "is not a directory"},
 		{[]string{"--tests", tests, "--out", "x.jsonl", prog}, "go with --batch"},
 		{[]string{"--batch", filepath.Join(t.TempDir(), "missing.jsonl")}, "no such file"},

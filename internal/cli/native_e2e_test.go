@@ -129,6 +129,33 @@ func TestDoctorNative(t *testing.T) {
 	}
 }
 
+// multiFileDir is a C program of two files that adds its two numbers.
+func multiFileDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, code := range map[string]string{
+		"main.c":    "#include <stdio.h>\nint add(int, int);\nint main(){int a,b;scanf(\"%d %d\",&a,&b);printf(\"%d\\n\",add(a,b));}\n",
+		"lib/add.c": "int add(int a, int b) { return a + b; }\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(code), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestRunDirectoryEndToEnd(t *testing.T) {
+	testutil.RequireRoot(t)
+	code, stdout, stderr := runCLI(t, "", "run", "--stdin", writeSource(t, "in", "20 22\n"), multiFileDir(t))
+	if code != 0 || stdout != "42\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}
+
 func TestJudgeEndToEnd(t *testing.T) {
 	testutil.RequireRoot(t)
 	tests := writeSource(t, "tests.json", `[
@@ -161,6 +188,7 @@ func TestJudgeEndToEnd(t *testing.T) {
 		{"no tests flag", []string{sum}, 2, nil},
 		{"subtasks", []string{"--tests", tests, "--subtasks", subtasks, small}, 1, []string{"SUBTASK", "small", "30/30", "large", "35/70", "score 65/100"}},
 		{"subtask unknown field", []string{"--tests", tests, "--subtasks", badSubtasks, sum}, 2, nil},
+		{"directory", []string{"--tests", tests, "--parallel", "1", multiFileDir(t)}, 0, []string{"all_passed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "", append([]string{"judge"}, tc.args...)...)

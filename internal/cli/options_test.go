@@ -37,6 +37,36 @@ func TestRunProgramOptions(t *testing.T) {
 	}
 }
 
+// Several FILEs before -- and the program's arguments after it, with
+// compiler flags and variables: every file is compiled together with the
+// flags, and the run gets the arguments and variables.
+func TestRunFilesWithProgramOptions(t *testing.T) {
+	ta := newApp(t, "")
+	main, util := source(t, "main.fkc", "print compiled"), source(t, "util.fkc", "helper")
+	code := ta.run("run", "--compiler-flag", "-DX=3", "--env", "GREETING=hi", main, util, "--json", "--", "one", "util.fkc")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, ta.stderr)
+	}
+	specs := ta.fake.Specs()
+	c, r := specs[len(specs)-2], specs[len(specs)-1]
+	if got := c.Args[len(c.Args)-3:]; !slices.Equal(got, []string{"/workspace/main.fkc", "/workspace/util.fkc", "-DX=3"}) {
+		t.Errorf("compile argv %q, want both files then the flag", c.Args)
+	}
+	var paths []string
+	for _, f := range c.Files {
+		paths = append(paths, f.Path)
+	}
+	if !slices.Equal(paths, []string{"main.fkc", "util.fkc"}) {
+		t.Errorf("compile step's files %q", paths)
+	}
+	if got := r.Args[1:]; !slices.Equal(got, []string{"one", "util.fkc"}) {
+		t.Errorf("run argv %q, want the arguments after -- only", r.Args)
+	}
+	if !slices.Contains(r.Env, "GREETING=hi") {
+		t.Errorf("run env %q lacks GREETING", r.Env)
+	}
+}
+
 func TestRunProgramOptionsRefused(t *testing.T) {
 	fk, fkc := source(t, "main.fk", "print hi"), source(t, "x.fkc", "print hi")
 	for _, tt := range []struct {
@@ -54,7 +84,10 @@ func TestRunProgramOptionsRefused(t *testing.T) {
 		{"no equals", []string{"run", "--env", "GREETING", fk}, `invalid value "GREETING" for flag --env: "GREETING" is not NAME=VALUE`},
 		{"twice", []string{"run", "--env", "A=1", "--env", "A=2", fk}, "A is given twice"},
 		{"NUL argument", []string{"run", fk, "--", "a\x00b"}, "the program's arguments (after --): args[0]: contains a NUL byte"},
-		{"two files", []string{"run", fk, fk, "--", "a"}, "the program's arguments go after --"},
+		// Several FILEs make one program: a word meant for the program,
+		// given before --, is a file that does not exist.
+		{"argument before --", []string{"run", fk, "no-such-file", "--", "a"}, "no-such-file: no such file or directory (the program's arguments go after --)"},
+		{"judge argument before --", []string{"judge", "--tests", "t.json", fk, "no-such-file"}, "(the program's arguments go after --)"},
 		{"judge denied flag", []string{"judge", "--tests", "t.json", "--compiler-flag", "-Wl,-T,x", fkc}, `--compiler-flag: "-Wl,-T,x" is refused`},
 		{"judge LD_AUDIT", []string{"judge", "--tests", "t.json", "--env", "LD_AUDIT=x", fkc}, "--env LD_AUDIT"},
 	} {

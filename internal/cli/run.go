@@ -22,8 +22,11 @@ import (
 )
 
 const runAbout = `Execute one program in the sandbox, under limits.
-The code comes from FILE, or from standard input with "-" (then --lang is needed);
-arguments after -- are the program's (coderunner run main.py -- a b).
+The code comes from FILE, or from standard input with "-" (then --lang is needed).
+A program of several files is a DIR (every file beneath it but hidden ones and
+links) or several FILEs; it runs the --entry file (default: the first FILE, or
+the directory's main.<ext>), and a compiled language compiles every source.
+Arguments after -- are the program's (coderunner run main.py -- a b).
 Compiled languages are compiled first under the compile limits (30 s, 512 MB);
 --timeout covers the run only.
 
@@ -46,10 +49,14 @@ type runFlags struct {
 	rawOutput bool
 	program   programFlags
 	args      []string
+
+	entry           string
+	artifactContent bool
+	artifactBytes   int64
 }
 
 func (a *App) runCmd(ctx context.Context, args []string) int {
-	fs, c := a.flagSet("run", "FILE|- [-- ARGS...]", runAbout, true)
+	fs, c := a.flagSet("run", "FILE|DIR|-|FILE... [-- ARGS...]", runAbout, true)
 	var f runFlags
 	fs.StringVar(&f.lang, "lang", "", "language `ID` or alias (default: from the file extension; required with -)")
 	fs.StringVar(&f.stdin, "stdin", "", "`FILE` given to the program as standard input (- for coderunner's own stdin; default: empty)")
@@ -66,6 +73,10 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&f.session, "session", "", "session `ID` (letters, digits, _ and -, at most 64): the files the program writes in /workspace "+
 		"stay for the next run with the same ID (kept under $XDG_STATE_HOME/coderunner/sessions, or /var/lib/coderunner/sessions as root; "+
 		"one run at a time per session; removed after sessions.idle_timeout unused)")
+	fs.StringVar(&f.entry, "entry", "", "with a DIR or several FILEs, the `PATH` (relative to the directory) of the file to run or compile")
+	fs.BoolVar(&f.artifactContent, "artifact-content", false, "with --json, return the contents (base64) of the files the program leaves in /workspace")
+	fs.Int64Var(&f.artifactBytes, "artifact-max-bytes", 0, fmt.Sprintf("with --artifact-content, most `BYTES` of content returned, all files together, 1 to %d (default %d)",
+		execute.MaxArtifactContentBytes, execute.DefaultArtifactContentBytes))
 	fs.BoolVar(&f.rawOutput, "raw-output", false, "pass the program's control characters and escape sequences through to a terminal "+
 		"(by default, on a terminal, they are shown as \\x1b, \\u009b and the like, so that the program cannot drive the terminal)")
 	f.program.add(fs)
@@ -77,7 +88,7 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	if !f.rawOutput {
 		defer a.sanitizeTerminals()()
 	}
-	file, progArgs, err := fileAndArgs(pos, rest)
+	files, progArgs, err := filesAndArgs(pos, rest)
 	if err != nil {
 		return a.fail("run", "%v", err)
 	}
@@ -91,7 +102,7 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 		return a.fail("run", "--config: %v", err)
 	}
 
-	req, err := a.runRequest(fs, &f, cfg, langs, file)
+	req, err := a.runRequest(fs, &f, cfg, langs, files)
 	if err != nil {
 		return a.fail("run", "%v", err)
 	}
@@ -160,36 +171,36 @@ func (a *App) sessionDir() (string, error) {
 
 // runRequest builds the request from the flags, the configuration's
 // defaults and the code. Its errors name the flag at fault.
-func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, langs *lang.Table, file string) (execute.Request, error) {
+func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, langs *lang.Table, pos []string) (execute.Request, error) {
 	var req execute.Request
-	var l *lang.Language
+	file := pos[0]
+	var prog *program
+	if len(pos) > 1 || isDir(file) {
+		var err error
+		if prog, err = readProgram(pos, f.entry, langs); err != nil {
+			return req, err
+		}
+		file = prog.entry
+	} else if f.entry != "" {
+		return req, errors.New("--entry: only with a DIR or several FILEs")
+	}
 	fromStdin := file == "-"
-	switch {
-	case f.lang != "":
-		var err error
-		if l, err = langs.Lookup(f.lang); err != nil {
-			return req, fmt.Errorf("--lang: %w", err)
-		}
+	l, err := runLanguage(f, langs, file)
+	if err != nil {
+		return req, err
+	}
+	req.Language = l.ID
+	if f.lang != "" {
 		req.Language = f.lang
-	case fromStdin:
-		return req, errors.New("--lang is required when the code comes from stdin (-)")
-	default:
-		var err error
-		if l, err = langs.ForFile(file); err != nil {
-			return req, fmt.Errorf("%w; name it with --lang", err)
-		}
-		req.Language = l.ID
 	}
 	req.Args, req.CompilerFlags, req.Env = f.args, f.program.compilerFlags, f.program.envMap()
 	if err := checkProgramFlags(l, req.Args, req.CompilerFlags, req.Env); err != nil {
 		return req, err
 	}
 
-	limits, err := runLimits(fs, f, cfg)
-	if err != nil {
+	if req.Limits, err = runLimits(fs, f, cfg); err != nil {
 		return req, err
 	}
-	req.Limits = limits
 
 	if isSet(fs, "session") {
 		if err := execute.ValidateSessionID(f.session); err != nil {
@@ -199,10 +210,20 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 		req.SessionID = &id
 	}
 
+	if req.Artifacts, err = artifactOptions(f); err != nil {
+		return req, err
+	}
+
 	var code []byte
-	if fromStdin {
+	switch {
+	case prog != nil:
+		req.Files, req.Entry = prog.files, prog.entry
+		if _, err := execute.CheckRequest(req); err != nil {
+			return req, err
+		}
+	case fromStdin:
 		code, err = readBounded(a.Stdin, MaxInputBytes, "the code on stdin")
-	} else {
+	default:
 		code, err = readFileBounded(file, MaxInputBytes)
 	}
 	if err != nil {
@@ -229,6 +250,26 @@ func (a *App) runRequest(fs *flag.FlagSet, f *runFlags, cfg *config.Config, lang
 	return req, nil
 }
 
+// runLanguage is the language of run's program: --lang, else that of
+// file (the entry of several files) by its extension.
+func runLanguage(f *runFlags, langs *lang.Table, file string) (*lang.Language, error) {
+	switch {
+	case f.lang != "":
+		l, err := langs.Lookup(f.lang)
+		if err != nil {
+			return nil, fmt.Errorf("--lang: %w", err)
+		}
+		return l, nil
+	case file == "-":
+		return nil, errors.New("--lang is required when the code comes from stdin (-)")
+	}
+	l, err := langs.ForFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w; name it with --lang", err)
+	}
+	return l, nil
+}
+
 // checkProgramFlags checks the program's arguments, compiler flags and
 // environment for l, naming the flag at fault.
 func checkProgramFlags(l *lang.Language, args, flags []string, env map[string]string) error {
@@ -247,6 +288,18 @@ func checkProgramFlags(l *lang.Language, args, flags []string, env map[string]st
 		return fmt.Errorf("--env: %s", oe.Reason)
 	}
 	return fmt.Errorf("the program's arguments (after --): %w", oe)
+}
+
+// artifactOptions are the artifact flags as a request's options.
+func artifactOptions(f *runFlags) (execute.ArtifactOptions, error) {
+	if f.artifactBytes != 0 && !f.artifactContent {
+		return execute.ArtifactOptions{}, errors.New("--artifact-max-bytes: only with --artifact-content")
+	}
+	o := execute.ArtifactOptions{IncludeContent: f.artifactContent, MaxBytes: f.artifactBytes}
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("--artifact-max-bytes: %w", err)
+	}
+	return o, nil
 }
 
 // limitFlags maps the fields of ExecutionLimits to the flag that sets

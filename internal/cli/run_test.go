@@ -283,8 +283,8 @@ func TestRunTooLarge(t *testing.T) {
 		t.Errorf("huge code on stdin: exit %d stderr %q", code, ta.stderr)
 	}
 	ta = newApp(t, "")
-	if code := ta.run("run", "--lang", "fake", t.TempDir()); code != 2 || !strings.Contains(ta.stderr.String(), "not a regular file") {
-		t.Errorf("directory as source: exit %d stderr %q", code, ta.stderr)
+	if code := ta.run("run", "--lang", "fake", t.TempDir()); code != 2 || !strings.Contains(ta.stderr.String(), "holds no file") {
+		t.Errorf("empty directory as source: exit %d stderr %q", code, ta.stderr)
 	}
 }
 
@@ -296,7 +296,8 @@ func TestRunArguments(t *testing.T) {
 		inErr string
 	}{
 		{"no file", []string{"run"}, 2, "missing FILE"},
-		{"two files", []string{"run", "a.fk", "b.fk"}, 2, "one FILE only"},
+		{"two files, one missing", []string{"run", "a.fk", "b.fk"}, 2, "a.fk: no such file"},
+		{"entry without files", []string{"run", "--entry", "a.fk", "x.fk"}, 2, "--entry: only with a DIR or several FILEs"},
 		{"unknown extension", []string{"run", "x.cob"}, 2, "--lang"},
 		{"missing file", []string{"run", "nope.fk"}, 2, "nope.fk"},
 		{"missing flag value", []string{"run", "nope.fk", "--lang"}, 2, "flag needs an argument: --lang"},

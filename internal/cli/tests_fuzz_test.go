@@ -49,8 +49,8 @@ func FuzzDecodeTests(f *testing.F) {
 // TestDecodeTestsRefusesUnknownFields: a field a test case does not have
 // is named by its place in the file, not ignored.
 func TestDecodeTestsRefusesUnknownFields(t *testing.T) {
-	_, err := decodeTests([]byte(`[{"id":"a","expected":"1"},{"id":"b","expected_ouput":"2"}]`))
-	if err == nil || err.Error() != "[1].expected_ouput: unknown field" {
+	_, err := decodeTests([]byte(`[{"id":"a","expected":"1"},{"id":"b","expected_answer":"2"}]`))
+	if err == nil || err.Error() != "[1].expected_answer: unknown field" {
 		t.Errorf("decodeTests: %v", err)
 	}
 	if _, err := decodeTests([]byte(`[{"id":"a","expected":"1","is_hidden":true}]`)); err != nil {

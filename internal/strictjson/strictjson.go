@@ -1,6 +1,6 @@
 // Package strictjson decodes request bodies that refuse fields they do
 // not know, naming the refused field by its path in the document
-// ("test_cases[2].expected_ouput"). A client written for another system
+// ("test_cases[2].expected_answer"). A client written for another system
 // sends fields this one does not have; ignoring them would give it a
 // wrong answer without a warning.
 package strictjson
@@ -158,7 +158,7 @@ func plain(key string) bool {
 		return false
 	}
 	for _, r := range key {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
 			return false
 		}
 	}

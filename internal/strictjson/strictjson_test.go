@@ -63,7 +63,7 @@ func TestUnknownFieldsNamedByPath(t *testing.T) {
 	for _, tc := range []struct{ doc, path string }{
 		{`{"language":"c","files":[]}`, "files"},
 		{`{"limits":{"time_limit":1,"memory":5}}`, "limits.memory"},
-		{`{"test_cases":[{"input":"1"},{"input":"2","expected_ouput":"x"}]}`, "test_cases[1].expected_ouput"},
+		{`{"test_cases":[{"input":"1"},{"input":"2","expected_answer":"x"}]}`, "test_cases[1].expected_answer"},
 		{`{"test_cases":[{"id":"a","Skipped":"x"}]}`, "test_cases[0].Skipped"},
 		{`{"env":{"A":{"time_limit":1},"B":{"cpu":2}}}`, "env.B.cpu"},
 		// A key that is not a plain name is quoted, its spaces escaped.
