@@ -54,12 +54,27 @@ func (f *fakeExecutor) Run(ctx context.Context, req invoke.Request) *invoke.Resu
 // fakeRunner answers /v1/run like execute.Executor.
 type fakeRunner struct{}
 
-// fakeRuns are the requests of programs of several files fakeRunner got.
-var fakeRuns []execute.Request
+// fakeRuns are the requests of programs of several files fakeRunner got
+// since the last takeFakeRuns.
+var (
+	fakeRunsMu sync.Mutex
+	fakeRuns   []execute.Request
+)
+
+// takeFakeRuns returns fakeRuns and forgets them.
+func takeFakeRuns() []execute.Request {
+	fakeRunsMu.Lock()
+	defer fakeRunsMu.Unlock()
+	runs := fakeRuns
+	fakeRuns = nil
+	return runs
+}
 
 func (fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute.Result, error) {
 	if len(req.Files) > 0 {
+		fakeRunsMu.Lock()
 		fakeRuns = append(fakeRuns, req)
+		fakeRunsMu.Unlock()
 	}
 	if req.Language != "python" {
 		return nil, fmt.Errorf("%w: %q", lang.ErrUnknownLanguage, req.Language)

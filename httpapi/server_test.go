@@ -48,6 +48,7 @@ const validExecute = `{"execution_id":"e-1","code":"def handler(e): return 1","l
 
 func TestEndpoints(t *testing.T) {
 	s, fe := newTestServer(t, func(o *Options) { o.MaxBodyBytes = 2 << 20 })
+	takeFakeRuns()
 	big := strings.Repeat("a", 3<<20)
 	for _, tc := range []struct {
 		name, method, path, body string
@@ -138,7 +139,7 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("judge %s: %d %s", body, rec.Code, rec.Body)
 		}
 	}
-	if len(fakeRuns) != 1 || fakeRuns[0].Entry != "a.py" || len(fakeRuns[0].Files) != 1 {
+	if runs := takeFakeRuns(); len(runs) != 1 || runs[0].Entry != "a.py" || len(runs[0].Files) != 1 {
 		t.Errorf("/v1/run did not hand its files and entry to the runner")
 	}
 	rec := do(t, s, "GET", "/metrics", "", nil)
