@@ -6,13 +6,17 @@ internal/cli's TestPythonClient starts `coderunner serve` and sets them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
+import re
 import unittest
 
 import coderunner
 from coderunner import BadRequest, Chunk, Client, NotFound, RunResult, Unauthorized
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 URL = os.environ.get("CODERUNNER_TEST_URL", "")
 TOKEN = os.environ.get("CODERUNNER_TEST_TOKEN") or None
 
@@ -175,6 +179,32 @@ class LiveTest(unittest.TestCase):
         assert batch.summary is not None
         self.assertEqual(batch.summary.judged, 2)
         self.assertEqual(batch.summary.passed, 1)
+
+
+    def readme_output(self, path: str, start: str = "") -> str:
+        """Run the python blocks of a README (after the heading ``start``) against the server."""
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if start:
+            text = text[text.index(start):]
+            text = text[: text.find("\n## ", 1)]
+        blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+        self.assertTrue(blocks, path)
+        namespace: dict = {}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            for b in blocks:
+                b = b.replace('"http://127.0.0.1:8080"', repr(URL)).replace('token="..."', f"token={TOKEN!r}")
+                exec(compile(b, path, "exec"), namespace)  # noqa: S102 - the README's own examples
+        return out.getvalue()
+
+    def test_readme_examples(self) -> None:
+        out = self.readme_output(os.path.join(HERE, "..", "README.md"))
+        for want in ["success Hello\n", "stdout '0\\n'", "status success", "b'done'",
+                     "['data/in.csv', 'main.py', 'out.txt']", "all_passed ['passed', 'passed']"]:
+            self.assertIn(want, out)
+        out = self.readme_output(os.path.join(HERE, "..", "..", "..", "README.md"), "### Python client")
+        self.assertEqual(out, "Hello world\n\n")
 
 
 if __name__ == "__main__":
