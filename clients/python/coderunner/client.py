@@ -149,21 +149,15 @@ class Client:
             conn.request(method, self._prefix + path, body=body, headers=h)
         except ConnectionRefusedError as e:
             conn.close()
-            err = TransportError(f"{method} {path}: {e}")
-            err.sent = False  # type: ignore[attr-defined]
-            raise err from e
+            raise TransportError(f"{method} {path}: {e}", sent=False) from e
         except (OSError, http.client.HTTPException) as e:
             conn.close()
-            err = TransportError(f"{method} {path}: {e}")
-            err.sent = True  # type: ignore[attr-defined]
-            raise err from e
+            raise TransportError(f"{method} {path}: {e}") from e
         try:
             resp = conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
-            err = TransportError(f"{method} {path}: {e}")
-            err.sent = True  # type: ignore[attr-defined]
-            raise err from e
+            raise TransportError(f"{method} {path}: {e}") from e
         return _Response(conn, resp)
 
     def _request(
@@ -186,15 +180,15 @@ class Client:
             try:
                 r = self._send(method, path, body, headers, timeout)
             except TransportError as e:
-                if attempt > self.retries or (getattr(e, "sent", True) and method not in _IDEMPOTENT):
+                if attempt > self.retries or (e.sent and method not in _IDEMPOTENT):
                     raise
                 failure: CoderunnerError = e
             else:
                 if r.status in ok:
                     return r
                 err = error_for(r.status, r.read(), r.resp.getheader("Retry-After"))
-                if r.status == 400 and "test_results" in err.body:
-                    err.result = JudgeResult.from_json(err.body)  # type: ignore[attr-defined]
+                if isinstance(err, BadRequest) and "test_results" in err.body:
+                    err.result = JudgeResult.from_json(err.body)
                 retryable = r.status == 503 or (r.status == 429 and self.retry_rate_limited)
                 if not retryable or attempt > self.retries:
                     raise err
@@ -421,13 +415,14 @@ class Client:
         the last result was read.
         """
         lines: List[bytes] = []
-        for i, r in enumerate(requests):
-            if isinstance(r, str):
-                if "\n" in r.strip("\r\n") or "\r" in r.strip("\r\n"):
+        for i, req in enumerate(requests):
+            if isinstance(req, str):
+                line = req.strip("\r\n")
+                if "\n" in line or "\r" in line:
                     raise ValueError(f"requests[{i}]: a JSON line holds no line break")
-                lines.append(r.strip("\r\n").encode("utf-8"))
-            elif isinstance(r, Mapping):
-                lines.append(json.dumps(r).encode("utf-8"))
+                lines.append(line.encode("utf-8"))
+            elif isinstance(req, Mapping):
+                lines.append(json.dumps(req).encode("utf-8"))
             else:
                 raise TypeError(f"requests[{i}]: want a dict or a JSON line")
         body = b"\n".join(lines) + b"\n"
@@ -473,9 +468,9 @@ class BatchStream:
                     self.summary = BatchSummary.from_json(obj["summary"])
                     return
                 if "error" in obj and "status" not in obj:
-                    e = obj["error"] if isinstance(obj["error"], dict) else {}
-                    raise Unavailable(str(e.get("message", "the batch stopped")), code=str(e.get("code", "")),
-                                      request_id=str(e.get("request_id", "")), status=200, body=obj)
+                    detail = obj["error"] if isinstance(obj["error"], dict) else {}
+                    raise Unavailable(str(detail.get("message", "the batch stopped")), code=str(detail.get("code", "")),
+                                      request_id=str(detail.get("request_id", "")), status=200, body=obj)
                 yield BatchResult.from_json(obj)
         finally:
             r.close()

@@ -8,7 +8,10 @@ it into a :class:`CoderunnerError` subclass chosen by the HTTP status.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Type
+
+if TYPE_CHECKING:
+    from .types import JudgeResult
 
 __all__ = [
     "CoderunnerError",
@@ -92,11 +95,25 @@ class CoderunnerError(Exception):
 
 
 class TransportError(CoderunnerError):
-    """The server could not be reached, or its answer was not HTTP or JSON."""
+    """The server could not be reached, or its answer was not HTTP or JSON.
+
+    ``sent`` is False only when the request surely never reached the server
+    (the connection was refused).
+    """
+
+    def __init__(self, message: str, *, sent: bool = True, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.sent = sent
 
 
 class BadRequest(CoderunnerError):
-    """400 (and 415): the request is malformed. ``field`` names the field."""
+    """400 (and 415): the request is malformed. ``field`` names the field.
+
+    A refused judge request carries its JudgeResult (status sandbox_error,
+    error_info VALIDATION_ERROR) in ``result``; other requests None.
+    """
+
+    result: Optional["JudgeResult"] = None
 
     @property
     def field(self) -> Optional[str]:

@@ -12,6 +12,7 @@ import io
 import os
 import re
 import unittest
+from typing import Any, Dict, List, Tuple
 
 import coderunner
 from coderunner import BadRequest, Chunk, Client, NotFound, RunResult, Unauthorized
@@ -107,12 +108,12 @@ class LiveTest(unittest.TestCase):
             self.assertEqual(sb.info().session_id, sb.session_id)
 
             sb.delete_file("out.txt")
-            with self.assertRaises(NotFound) as cm:
+            with self.assertRaises(NotFound) as gone:
                 sb.read_file("out.txt")
-            self.assertTrue(cm.exception.message.startswith("path:"), cm.exception.message)
-            with self.assertRaises(BadRequest) as cm:
+            self.assertTrue(gone.exception.message.startswith("path:"), gone.exception.message)
+            with self.assertRaises(BadRequest) as bad:
                 sb.read_file("../etc/passwd")
-            self.assertEqual(cm.exception.field, "path")
+            self.assertEqual(bad.exception.field, "path")
             r = sb.run("print('again')", "python", files={"more.txt": "x"})
             self.assertEqual(r.stdout, "again\n")
             self.assertEqual(sb.read_file("more.txt"), b"x")
@@ -138,7 +139,7 @@ class LiveTest(unittest.TestCase):
         assert isinstance(result, RunResult)
         chunks = items[:-1]
         self.assertTrue(all(isinstance(c, Chunk) for c in chunks), items)
-        merged: list = []
+        merged: List[Tuple[str, str]] = []
         for c in chunks:
             assert isinstance(c, Chunk)
             if merged and merged[-1][0] == c.stream:
@@ -190,7 +191,7 @@ class LiveTest(unittest.TestCase):
             text = text[: text.find("\n## ", 1)]
         blocks = re.findall(r"```python\n(.*?)```", text, re.S)
         self.assertTrue(blocks, path)
-        namespace: dict = {}
+        namespace: Dict[str, Any] = {}
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             for b in blocks:

@@ -221,7 +221,8 @@ class ErrorTest(FakeTest):
         e = cm.exception
         self.assertEqual(e.field, "timeout_ms")
         self.assertEqual(e.code, "validation_error")
-        self.assertEqual(e.result.status, "sandbox_error")  # type: ignore[attr-defined]
+        assert e.result is not None
+        self.assertEqual(e.result.status, "sandbox_error")
         sent = json.loads(s.requests[0][3])
         self.assertEqual(sent["test_cases"], [{"input": "", "expected_output": "1\n"}])
         self.assertEqual(sent["timeout_ms"], 5)
@@ -249,7 +250,7 @@ class ErrorTest(FakeTest):
         with self.assertRaises(ValueError):
             Client("http://h", token="a\r\nX-Evil: 1")
         with self.assertRaises(TypeError):
-            Client("http://h").run("x", "python", args="one string")  # type: ignore[arg-type]
+            Client("http://h").run("x", "python", args="one string")
         with self.assertRaises(TypeError):
             Client("http://h").judge("x", "python", ["not a test"])  # type: ignore[list-item]
 
