@@ -62,6 +62,9 @@ class FakeServer:
                 body = self.rfile.read(n) if n else b""
                 fake.requests.append((self.command, self.path, dict(self.headers), body))
                 status, headers, out = fake.answers.pop(0) if fake.answers else error(500, "internal_error", "no more answers")
+                if status == 0:  # hang up without an answer
+                    self.close_connection = True
+                    return
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -173,6 +176,23 @@ class RetryTest(FakeTest):
             c.run("print(1)", "python")
         self.assertEqual(slept, [0.5, 1.0])
 
+    def test_lost_answer_of_a_get_is_retried(self) -> None:
+        s = self.serve([(0, {}, b""), ok({"sessions": []})])
+        c, slept = self.client(s)
+        self.assertEqual(c.sessions(), [])
+        self.assertEqual(slept, [0.5])
+        self.assertEqual(len(s.requests), 2)
+
+    def test_lost_answer_of_a_run_is_not_retried(self) -> None:
+        # The request reached the server: the program may have run.
+        s = self.serve([(0, {}, b""), ok(RESULT)])
+        c, slept = self.client(s)
+        with self.assertRaises(TransportError) as cm:
+            c.run("print(1)", "python")
+        self.assertTrue(cm.exception.sent)
+        self.assertEqual(slept, [])
+        self.assertEqual(len(s.requests), 1)
+
     def test_bad_retry_after_falls_back(self) -> None:
         s = self.serve([error(503, "queue_full", "x", **{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), ok(RESULT)])
         c, slept = self.client(s)
@@ -193,6 +213,21 @@ class ErrorTest(FakeTest):
         ]
         for msg, want in cases:
             self.assertEqual(field_of(msg), want, msg)
+
+    def test_status_classes(self) -> None:
+        from coderunner import Conflict, Forbidden, InsufficientStorage, PayloadTooLarge, Unauthorized
+        want = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
+                413: PayloadTooLarge, 415: BadRequest, 429: RateLimited, 500: ServerError,
+                503: Unavailable, 507: InsufficientStorage, 418: ServerError}
+        s = self.serve([error(st, "some_code", f"status {st}") for st in want])
+        c, _ = self.client(s, retries=0)
+        for st, cls in want.items():
+            with self.assertRaises(cls, msg=str(st)) as cm:
+                c.sessions()
+            self.assertIs(type(cm.exception), cls)
+            self.assertEqual(cm.exception.status, st)
+            self.assertEqual(cm.exception.message, f"status {st}")
+            self.assertEqual(str(cm.exception), f"{st} some_code: status {st} (request req-1)")
 
     def test_not_json_error(self) -> None:
         s = self.serve([(502, {"Content-Type": "text/html"}, b"<html>bad gateway</html>")])
@@ -353,6 +388,20 @@ class StreamTest(FakeTest):
         c, _ = self.client(s)
         with self.assertRaises(TransportError):
             list(c.stream("print(1)", "python"))
+
+    def test_stream_cut_short_by_the_server(self) -> None:
+        refused = dict(RESULT, status="setup_error", stdout="",
+                       error={"code": "shutting_down", "message": "the server is shutting down", "request_id": "r"})
+        body = b": keep-alive\n\nevent: result\ndata: " + json.dumps(refused).encode() + b"\n\n"
+        s = self.serve([(200, {"Content-Type": "text/event-stream"}, body)])
+        c, _ = self.client(s)
+        items = list(c.stream("print(1)", "python"))
+        self.assertEqual(len(items), 1)
+        r = items[0]
+        assert isinstance(r, RunResult)
+        self.assertEqual(r.status, "setup_error")
+        assert r.error is not None
+        self.assertEqual(r.error["code"], "shutting_down")
 
     def test_stream_refused_first(self) -> None:
         s = self.serve([error(400, "bad_request", "limits.bogus: unknown field")])
