@@ -5,7 +5,7 @@
     print(client.run("print('hi')", "python").stdout)
 """
 
-from .client import BatchStream, Client, Sandbox, TestCase
+from .client import BatchStream, Client, Files, Sandbox, TestCase, program_files
 from .errors import (
     BadRequest,
     CoderunnerError,
@@ -38,7 +38,7 @@ from .types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Sandbox", "BatchStream", "TestCase",
+    "Client", "Sandbox", "BatchStream", "TestCase", "Files", "program_files",
     "CoderunnerError", "TransportError", "BadRequest", "Unauthorized", "Forbidden", "NotFound",
     "SessionExpired", "Conflict", "PayloadTooLarge", "RateLimited", "ServerError", "Unavailable",
     "InsufficientStorage",

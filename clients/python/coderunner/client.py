@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import secrets
@@ -36,10 +37,14 @@ from .types import (
     Submission,
 )
 
-__all__ = ["Client", "Sandbox", "BatchStream", "TestCase"]
+__all__ = ["Client", "Sandbox", "BatchStream", "TestCase", "Files", "program_files"]
 
 # A test case: a dict of the API's keys, or (input, expected_output).
 TestCase = Union[Mapping[str, Any], Tuple[str, str]]
+
+# More files of a program: {path: text or bytes}, or the API's
+# [{"path", "content", "encoding", "executable"}] (content may be bytes).
+Files = Union[Mapping[str, Union[bytes, str]], Sequence[Mapping[str, Any]]]
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT"})
 _READ_PIECE = 16 * 1024
@@ -214,14 +219,18 @@ class Client:
     def _run_payload(
         code: str,
         language: str,
-        stdin: Optional[str],
-        timeout: Optional[float],
-        limits: Optional[Mapping[str, Any]],
-        args: Optional[Sequence[str]],
-        env: Optional[Mapping[str, str]],
-        compiler_flags: Optional[Sequence[str]],
-        session_id: Optional[str],
-        session_ttl: Optional[int],
+        *,
+        stdin: Optional[str] = None,
+        timeout: Optional[float] = None,
+        limits: Optional[Mapping[str, Any]] = None,
+        files: Optional[Files] = None,
+        entry: Optional[str] = None,
+        artifacts: Optional[Mapping[str, Any]] = None,
+        args: Optional[Sequence[str]] = None,
+        env: Optional[Mapping[str, str]] = None,
+        compiler_flags: Optional[Sequence[str]] = None,
+        session_id: Optional[str] = None,
+        session_ttl: Optional[int] = None,
     ) -> Dict[str, Any]:
         p: Dict[str, Any] = {"language": language, "code": code}
         if stdin is not None:
@@ -230,6 +239,12 @@ class Client:
             p["timeout"] = timeout
         if limits is not None:
             p["limits"] = dict(limits)
+        if files is not None:
+            p["files"] = program_files(files)
+        if entry is not None:
+            p["entry"] = entry
+        if artifacts is not None:
+            p["artifacts"] = dict(artifacts)
         if args is not None:
             if isinstance(args, str):
                 raise TypeError("args: want a list of strings, not one string")
@@ -237,6 +252,8 @@ class Client:
         if env is not None:
             p["env"] = dict(env)
         if compiler_flags is not None:
+            if isinstance(compiler_flags, str):
+                raise TypeError("compiler_flags: want a list of strings, not one string")
             p["compiler_flags"] = list(compiler_flags)
         if session_id is not None:
             p["session_id"] = session_id
@@ -255,7 +272,9 @@ class Client:
         stdin: Optional[str] = None,
         timeout: Optional[float] = None,
         limits: Optional[Mapping[str, Any]] = None,
-        files: Optional[Mapping[str, Union[bytes, str]]] = None,
+        files: Optional[Files] = None,
+        entry: Optional[str] = None,
+        artifacts: Optional[Mapping[str, Any]] = None,
         args: Optional[Sequence[str]] = None,
         env: Optional[Mapping[str, str]] = None,
         compiler_flags: Optional[Sequence[str]] = None,
@@ -264,14 +283,15 @@ class Client:
 
         A program that fails, times out or runs out of memory is a result
         (see ``status``), not an exception; exceptions are for requests the
-        server refused. With ``files`` ({path: content}) the run happens in
-        a new session holding those files, ended afterwards.
+        server refused. ``files`` are more files of the program, written
+        beneath /workspace first: ``{path: str or bytes}``, or a list of
+        the API's ``{"path", "content", "encoding", "executable"}``;
+        ``entry`` is the file to run when it is not ``code``'s (``code``
+        may then be ""). ``artifacts={"include_content": True}`` returns
+        the files the program leaves (see :meth:`RunResult.artifact_content`).
         """
-        if files:
-            with self.sandbox() as sb:
-                return sb.run(code, language, stdin=stdin, timeout=timeout, limits=limits,
-                              files=files, args=args, env=env, compiler_flags=compiler_flags)
-        p = self._run_payload(code, language, stdin, timeout, limits, args, env, compiler_flags, None, None)
+        p = self._run_payload(code, language, stdin=stdin, timeout=timeout, limits=limits, files=files,
+                              entry=entry, artifacts=artifacts, args=args, env=env, compiler_flags=compiler_flags)
         return RunResult.from_json(self._json("POST", "/v1/run", p, timeout=self._run_timeout(timeout)))
 
     def stream(
@@ -282,22 +302,28 @@ class Client:
         stdin: Optional[str] = None,
         timeout: Optional[float] = None,
         limits: Optional[Mapping[str, Any]] = None,
+        files: Optional[Files] = None,
+        entry: Optional[str] = None,
+        artifacts: Optional[Mapping[str, Any]] = None,
         args: Optional[Sequence[str]] = None,
         env: Optional[Mapping[str, str]] = None,
         compiler_flags: Optional[Sequence[str]] = None,
         session_id: Optional[str] = None,
+        session_ttl: Optional[int] = None,
     ) -> Iterator[Union[Chunk, RunResult]]:
         """Run a program, yielding its output as it comes, then its result.
 
-        Yields :class:`Chunk` objects (``stream`` "stdout" or "stderr", in
-        the order the program wrote them) and, last, the
-        :class:`RunResult`. A request refused before the stream started
-        raises; one refused or cut short by the server's shutdown after it
-        started ends with a result whose ``error`` holds the server's error
-        object. Closing the generator early closes the connection, which
-        stops the program.
+        Takes the arguments of :meth:`run`. Yields :class:`Chunk` objects
+        (``stream`` "stdout" or "stderr", in the order the program wrote
+        them) and, last, the :class:`RunResult`. A request refused before
+        the stream started raises at once; one refused or cut short by the
+        server's shutdown after it started ends with a result whose
+        ``error`` holds the server's error object. Closing the generator
+        early closes the connection, which stops the program.
         """
-        p = self._run_payload(code, language, stdin, timeout, limits, args, env, compiler_flags, session_id, None)
+        p = self._run_payload(code, language, stdin=stdin, timeout=timeout, limits=limits, files=files,
+                              entry=entry, artifacts=artifacts, args=args, env=env, compiler_flags=compiler_flags,
+                              session_id=session_id, session_ttl=session_ttl)
         r = self._request(
             "POST", "/v1/run", json.dumps(p).encode("utf-8"),
             {"Content-Type": "application/json", "Accept": "text/event-stream"},
@@ -368,7 +394,7 @@ class Client:
         p: Dict[str, Any] = {"code": code, "language": language, "test_cases": cases}
         for k, v in options.items():
             if v is not None:
-                p[k] = v
+                p[k] = program_files(v) if k == "files" else v
         return p
 
     def judge(self, code: str, language: str, tests: Iterable[TestCase], **options: Any) -> JudgeResult:
@@ -377,7 +403,8 @@ class Client:
         ``tests`` are dicts of the API's keys (input, expected_output, id,
         timeout_ms ...) or (input, expected_output) pairs; ``options`` are
         the request's other keys (timeout_ms, memory_limit_mb, compare,
-        checker, subtasks, args, env ...). A request the server refuses
+        checker, subtasks, files, entry, args, env ...; ``files`` as in
+        :meth:`run`). A request the server refuses
         whole raises BadRequest, whose ``result`` holds the JudgeResult
         when the server sent one.
         """
@@ -515,21 +542,27 @@ class Sandbox:
         stdin: Optional[str] = None,
         timeout: Optional[float] = None,
         limits: Optional[Mapping[str, Any]] = None,
-        files: Optional[Mapping[str, Union[bytes, str]]] = None,
+        files: Optional[Files] = None,
+        entry: Optional[str] = None,
+        artifacts: Optional[Mapping[str, Any]] = None,
         args: Optional[Sequence[str]] = None,
         env: Optional[Mapping[str, str]] = None,
         compiler_flags: Optional[Sequence[str]] = None,
     ) -> RunResult:
-        """Run a program in the session's workspace; ``files`` are written first."""
-        for path, content in (files or {}).items():
-            self.write_file(path, content)
-        p = Client._run_payload(code, language, stdin, timeout, limits, args, env, compiler_flags,
-                                self.session_id, self.idle_timeout)
+        """Run a program in the session's workspace (arguments as :meth:`Client.run`).
+
+        ``files`` are written into the workspace before the program runs,
+        and stay there for the next calls.
+        """
         c = self.client
+        p = c._run_payload(code, language, stdin=stdin, timeout=timeout, limits=limits, files=files,
+                           entry=entry, artifacts=artifacts, args=args, env=env, compiler_flags=compiler_flags,
+                           session_id=self.session_id, session_ttl=self.idle_timeout)
         return RunResult.from_json(c._json("POST", "/v1/run", p, timeout=c._run_timeout(timeout)))
 
     def stream(self, code: str, language: str, **kwargs: Any) -> Iterator[Union[Chunk, RunResult]]:
         """As :meth:`Client.stream`, in the session's workspace."""
+        kwargs.setdefault("session_ttl", self.idle_timeout)
         return self.client.stream(code, language, session_id=self.session_id, **kwargs)
 
     def write_file(self, path: str, content: Union[bytes, str]) -> SessionFile:
@@ -568,6 +601,35 @@ class Sandbox:
         except NotFound:
             pass
         self._closed = True
+
+
+def program_files(files: Files) -> List[Dict[str, Any]]:
+    """The request's ``files`` array: text as utf8, bytes as base64."""
+    items: List[Dict[str, Any]] = []
+    if isinstance(files, Mapping):
+        for path, content in files.items():
+            items.append(_file_item({"path": path, "content": content}, len(items)))
+    elif isinstance(files, (str, bytes)):
+        raise TypeError("files: want {path: content} or a list of {path, content}")
+    else:
+        for f in files:
+            if not isinstance(f, Mapping):
+                raise TypeError(f"files[{len(items)}]: want a dict with path and content")
+            items.append(_file_item(f, len(items)))
+    return items
+
+
+def _file_item(f: Mapping[str, Any], i: int) -> Dict[str, Any]:
+    item = dict(f)
+    content = item.get("content")
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        if item.get("encoding") not in (None, "base64"):
+            raise ValueError(f"files[{i}].encoding: bytes are sent as base64")
+        item["content"] = base64.b64encode(bytes(content)).decode("ascii")
+        item["encoding"] = "base64"
+    elif content is not None and not isinstance(content, str):
+        raise TypeError(f"files[{i}].content: want str or bytes, not {type(content).__name__}")
+    return item
 
 
 def _seg(s: str) -> str:

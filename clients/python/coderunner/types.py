@@ -7,6 +7,7 @@ or ``result["new_key"]``.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar
@@ -83,6 +84,14 @@ class RunResult(_Model):
     def ok(self) -> bool:
         """The program ran and exited 0."""
         return self.status == "success"
+
+    def artifact_content(self, path: str) -> Optional[bytes]:
+        """The bytes of a file the program left, when the run asked for
+        ``artifacts={"include_content": True}`` and it fitted; else None."""
+        for a in self.artifacts:
+            if a.get("path") == path and isinstance(a.get("content"), str):
+                return base64.b64decode(a["content"], validate=True)
+        return None
 
 
 @dataclass

@@ -121,6 +121,22 @@ class LiveTest(unittest.TestCase):
             self.client.session(sb.session_id)
         sb.close()  # a second close is fine
 
+    def test_program_files(self) -> None:
+        r = self.client.run("", "python", entry="app/main.py", artifacts={"include_content": True}, files=[
+            {"path": "app/main.py", "content": "import helper, os\n"
+             "print(helper.X, open('data.bin', 'rb').read(), os.access('tool.sh', os.X_OK))\n"
+             "open('out.bin', 'wb').write(bytes(range(256)))\n"},
+            {"path": "app/helper.py", "content": "X = 42\n"},
+            {"path": "data.bin", "content": b"\x00\xff"},
+            {"path": "tool.sh", "content": "#!/bin/sh\n", "executable": True},
+        ])
+        self.assertEqual(r.stdout, "42 b'\\x00\\xff' True\n", r)
+        self.assertEqual(r.artifact_content("out.bin"), bytes(range(256)), r.artifacts)
+        self.assertIsNone(r.artifact_content("missing"))
+        with self.assertRaises(BadRequest) as cm:
+            self.client.run("print(1)", "python", files={"../escape.py": "x"})
+        self.assertEqual(cm.exception.field, "files[0].path")
+
     def test_one_shot_with_files(self) -> None:
         r = self.client.run("print(open('in.txt').read().upper())", "python", files={"in.txt": "shout"})
         self.assertEqual(r.stdout, "SHOUT\n", r)
@@ -202,7 +218,8 @@ class LiveTest(unittest.TestCase):
     def test_readme_examples(self) -> None:
         out = self.readme_output(os.path.join(HERE, "..", "README.md"))
         for want in ["success Hello\n", "stdout '0\\n'", "status success", "b'done'",
-                     "['data/in.csv', 'main.py', 'out.txt']", "all_passed ['passed', 'passed']"]:
+                     "['data/in.csv', 'main.py', 'out.txt']", "all_passed ['passed', 'passed']",
+                     "b'from a helper'"]:
             self.assertIn(want, out)
         out = self.readme_output(os.path.join(HERE, "..", "..", "..", "README.md"), "### Python client")
         self.assertEqual(out, "Hello world\n\n")

@@ -290,6 +290,48 @@ class ErrorTest(FakeTest):
             Client("http://h").judge("x", "python", ["not a test"])  # type: ignore[list-item]
 
 
+class FilesTest(FakeTest):
+    def test_program_files(self) -> None:
+        from coderunner import program_files
+        self.assertEqual(program_files({"a.py": "x = 1", "b.bin": b"\x00\xff"}), [
+            {"path": "a.py", "content": "x = 1"},
+            {"path": "b.bin", "content": "AP8=", "encoding": "base64"},
+        ])
+        self.assertEqual(program_files([{"path": "t.sh", "content": b"#!", "executable": True}]),
+                         [{"path": "t.sh", "content": "IyE=", "encoding": "base64", "executable": True}])
+        with self.assertRaises(TypeError):
+            program_files("a.py")  # type: ignore[arg-type]
+        with self.assertRaises(TypeError):
+            program_files([("a.py", "x")])  # type: ignore[list-item]
+        with self.assertRaises(TypeError):
+            program_files({"a.py": 3})  # type: ignore[dict-item]
+        with self.assertRaises(ValueError):
+            program_files([{"path": "a", "content": b"x", "encoding": "utf8"}])
+
+    def test_files_are_sent(self) -> None:
+        s = self.serve([ok(RESULT), ok(RESULT), ok({"request_id": "", "status": "all_passed", "test_results": [],
+                                                    "total_time_ms": 1, "summary": ""})])
+        c, _ = self.client(s)
+        c.run("", "python", files={"m.py": b"print(1)"}, entry="m.py", artifacts={"include_content": True})
+        sent = json.loads(s.requests[0][3])
+        self.assertEqual(sent["files"], [{"path": "m.py", "content": "cHJpbnQoMSk=", "encoding": "base64"}])
+        self.assertEqual(sent["entry"], "m.py")
+        self.assertEqual(sent["artifacts"], {"include_content": True})
+        c.sandbox("s1", idle_timeout=60).run("print(1)", "python", files={"d.txt": "x"})
+        sent = json.loads(s.requests[1][3])
+        self.assertEqual((sent["session_id"], sent["session_ttl_seconds"]), ("s1", 60))
+        self.assertEqual(sent["files"], [{"path": "d.txt", "content": "x"}])
+        c.judge("", "python", [("", "")], files={"m.py": "print()"}, entry="m.py")
+        sent = json.loads(s.requests[2][3])
+        self.assertEqual(sent["files"], [{"path": "m.py", "content": "print()"}])
+
+    def test_artifact_content(self) -> None:
+        r = RunResult.from_json(dict(RESULT, artifacts=[{"path": "a.bin", "size": 2, "content": "AP8="},
+                                                        {"path": "big.bin", "size": 9}]))
+        self.assertEqual(r.artifact_content("a.bin"), b"\x00\xff")
+        self.assertIsNone(r.artifact_content("big.bin"))
+
+
 class ShapeTest(FakeTest):
     def test_unknown_keys_kept(self) -> None:
         r = RunResult.from_json(RESULT)
