@@ -414,3 +414,55 @@ func TestInteractiveQueueFull(t *testing.T) {
 		}
 	}
 }
+
+// TestInteractiveUnansweredPing: a client that no longer answers pings
+// (it stopped reading) has its quiet run cancelled.
+func TestInteractiveUnansweredPing(t *testing.T) {
+	ended := make(chan error, 1)
+	s, _ := newTestServer(t, func(o *Options) {
+		o.APIToken = wsToken
+		o.Runner = runnerFunc(func(ctx context.Context, req execute.Request) (*execute.Result, error) {
+			<-ctx.Done()
+			ended <- context.Cause(ctx)
+			return nil, ctx.Err()
+		})
+	})
+	s.heartbeat = 20 * time.Millisecond
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	// The client never reads: its side answers no ping.
+	wsOpen(t, ts, map[string]any{"language": "python", "code": "x"})
+	if cause := <-ended; !errors.Is(cause, errClientUnheard) {
+		t.Fatalf("cause %v, want the unanswered ping", cause)
+	}
+}
+
+// TestInteractivePingAnswered: a quiet run whose client reads (and so
+// answers pings) goes on past many heartbeats, to its result.
+func TestInteractivePingAnswered(t *testing.T) {
+	s, _ := newTestServer(t, func(o *Options) {
+		o.APIToken = wsToken
+		o.Runner = runnerFunc(echoRunner)
+	})
+	s.heartbeat = 5 * time.Millisecond
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	c := wsOpen(t, ts, map[string]any{"language": "python", "code": "x"})
+	done := make(chan struct{})
+	var last serverMessage
+	var status websocket.StatusCode
+	go func() {
+		defer close(done)
+		_, last, status = wsEnd(t, c)
+	}()
+	for _, line := range []string{"a", "b", "c", "d", "e"} {
+		// Each pause spans several heartbeats.
+		time.Sleep(30 * time.Millisecond)
+		wsSend(t, c, map[string]any{"type": "stdin", "data": line + "\n"})
+	}
+	wsSend(t, c, map[string]any{"type": "eof"})
+	<-done
+	if last.Type != "result" || status != websocket.StatusNormalClosure {
+		t.Fatalf("last %+v, close %v", last, status)
+	}
+}
