@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,6 +145,9 @@ func (s *Server) handleRunWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "/v1/run/ws is not configured on this server")
 		return
 	}
+	if !handshake(w, r) {
+		return
+	}
 	// The Host and Origin were checked by guard, whose rules (the allowed
 	// hosts included) are the only ones: the library's own Origin check
 	// would refuse the hosts allowed beside this server's.
@@ -164,6 +169,42 @@ func (s *Server) handleRunWS(w http.ResponseWriter, r *http.Request) {
 	in := &interactive{s: s, c: c, r: r, stdin: newStdinBuffer()}
 	defer in.stdin.close(errClientGone)
 	in.serve(conn, leave)
+}
+
+// handshake answers, with a JSON error, a request that is not a
+// WebSocket handshake this server speaks: 426 without the upgrade, 400
+// for a version or key the protocol refuses. ok is false when answered.
+func handshake(w http.ResponseWriter, r *http.Request) (ok bool) {
+	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket") {
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "websocket")
+		writeError(w, r, http.StatusUpgradeRequired, CodeBadRequest,
+			"/v1/run/ws is a WebSocket endpoint: send a handshake (Connection: Upgrade, Upgrade: websocket)")
+		return false
+	}
+	if v := r.Header.Get("Sec-WebSocket-Version"); v != "13" {
+		w.Header().Set("Sec-WebSocket-Version", "13")
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("Sec-WebSocket-Version %q: only 13 is spoken", v))
+		return false
+	}
+	if key, err := base64.StdEncoding.DecodeString(r.Header.Get("Sec-WebSocket-Key")); err != nil || len(key) != 16 {
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "Sec-WebSocket-Key: must be 16 bytes in base64")
+		return false
+	}
+	return true
+}
+
+// headerHas reports whether h's field name lists token (comma-separated,
+// without regard to case).
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // serve reads the run request, admits it and runs it.

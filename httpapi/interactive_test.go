@@ -466,3 +466,57 @@ func TestInteractivePingAnswered(t *testing.T) {
 		t.Fatalf("last %+v, close %v", last, status)
 	}
 }
+
+// TestInteractiveNotAHandshake: requests that are no WebSocket handshake
+// this server speaks, and pages of other sites (or names, by DNS
+// rebinding), are answered over HTTP with a documented JSON error.
+func TestInteractiveNotAHandshake(t *testing.T) {
+	s, _ := newTestServer(t, func(o *Options) {
+		o.Runner = runnerFunc(func(context.Context, execute.Request) (*execute.Result, error) {
+			t.Error("a run started")
+			return nil, errors.New("no run")
+		})
+	})
+	hs := map[string]string{"Connection": "keep-alive, Upgrade", "Upgrade": "WebSocket",
+		"Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+	with := func(k, v string) map[string]string {
+		h := map[string]string{}
+		for a, b := range hs {
+			h[a] = b
+		}
+		if v == "" {
+			delete(h, k)
+		} else {
+			h[k] = v
+		}
+		return h
+	}
+	cases := []struct {
+		name   string
+		host   string
+		header map[string]string
+		status int
+	}{
+		{"plain GET", "127.0.0.1:8080", nil, http.StatusUpgradeRequired},
+		{"no Upgrade", "127.0.0.1:8080", with("Upgrade", ""), http.StatusUpgradeRequired},
+		{"other Upgrade", "127.0.0.1:8080", with("Upgrade", "h2c"), http.StatusUpgradeRequired},
+		{"no Connection upgrade", "127.0.0.1:8080", with("Connection", "keep-alive"), http.StatusUpgradeRequired},
+		{"old version", "127.0.0.1:8080", with("Sec-WebSocket-Version", "8"), http.StatusBadRequest},
+		{"no key", "127.0.0.1:8080", with("Sec-WebSocket-Key", ""), http.StatusBadRequest},
+		{"short key", "127.0.0.1:8080", with("Sec-WebSocket-Key", "c2hvcnQ="), http.StatusBadRequest},
+		{"foreign Host", "attacker.example", hs, http.StatusForbidden},
+		{"foreign Origin", "127.0.0.1:8080", with("Origin", "https://attacker.example"), http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		rec := doAt(t, s, loopbackAddr, tc.host, http.MethodGet, "/v1/run/ws", "", tc.header)
+		if rec.Code != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, rec.Code, rec.Body, tc.status)
+		}
+		checkContract(t, http.MethodGet, "/v1/run/ws", rec)
+	}
+	rec := doAt(t, s, loopbackAddr, "127.0.0.1:8080", http.MethodPost, "/v1/run/ws", "", hs)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", rec.Code)
+	}
+	checkContract(t, http.MethodPost, "/v1/run/ws", rec)
+}
