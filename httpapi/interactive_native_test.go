@@ -137,3 +137,20 @@ func TestNativeInteractiveClientGone(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestNativeInteractivePrompt: the prompt of input() comes before the
+// answer is sent, as the README's session shows.
+func TestNativeInteractivePrompt(t *testing.T) {
+	ts := nativeStreamServer(t)
+	c := wsNativeOpen(t, ts, map[string]any{"language": "python", "timeout": 30,
+		"code": "name = input('name? ')\nprint('hello', name)"})
+	if got := wsUntil(t, c, "name? "); got != "name? " {
+		t.Fatalf("prompt %q", got)
+	}
+	wsSend(t, c, map[string]any{"type": "stdin", "data": "Ada\n"})
+	out, last, status := wsEnd(t, c)
+	res := resultOf(t, last)
+	if out["stdout"] != "hello Ada\n" || res.Stdout != "name? hello Ada\n" || status != websocket.StatusNormalClosure {
+		t.Fatalf("rest %q, close %v, result %+v", out, status, res)
+	}
+}
