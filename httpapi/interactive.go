@@ -132,6 +132,10 @@ type interactive struct {
 	c     *websocket.Conn
 	r     *http.Request
 	stdin *stdinBuffer
+	// stdinCap bounds the stdin of a run, the request's included: the
+	// bound of /v1/run's, whose stdin comes in a body of at most
+	// server.max_body_mb.
+	stdinCap int
 	// room is how many more stdin bytes the client may send.
 	room int
 }
@@ -232,36 +236,18 @@ func (in *interactive) serve(conn context.Context, leave context.CancelCauseFunc
 		in.refuse(http.StatusBadRequest, CodeBadRequest, "the first message must be the run request as a JSON text message")
 		return
 	}
-	var rr runRequest
-	if err := decodeJSON(bytes.NewReader(data), &rr); err != nil {
-		in.refuse(http.StatusBadRequest, CodeBadRequest, err.Error())
+	req, viaTimeout, ok := in.request(data)
+	if !ok {
 		return
 	}
-	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
-	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
-	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
-		req.Limits.TimeLimit = *rr.Timeout
-	}
-	viaTimeout := rr.Timeout != nil
-	if err := precheckRun(req); err != nil {
-		in.refuseWith(func(w http.ResponseWriter) { s.refuseRun(w, r, err, viaTimeout) })
-		return
-	}
-	if rr.SessionTTLSeconds != nil {
-		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
-		if err != nil {
-			in.refuse(http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
-			return
-		}
-		req.SessionTTL = ttl
-	}
-	in.room = execute.MaxStdinBytes - len(req.Stdin)
+	in.stdinCap = int(min(int64(execute.MaxStdinBytes), s.maxBody))
+	in.room = in.stdinCap - len(req.Stdin)
 
 	// From here the client's messages are read as they come, while the
 	// run waits for its slot and while it runs.
 	c.SetReadLimit(MaxInteractiveMessageBytes)
 	readerDone := make(chan struct{})
-	var run context.CancelCauseFunc = leave
+	run := leave
 	var runMu sync.Mutex
 	cut := func(err error) {
 		runMu.Lock()
@@ -279,7 +265,7 @@ func (in *interactive) serve(conn context.Context, leave context.CancelCauseFunc
 	}()
 
 	var held func()
-	ok := in.answered(func(w http.ResponseWriter) bool {
+	ok = in.answered(func(w http.ResponseWriter) bool {
 		var ok bool
 		held, ok = s.hold(w, r, 1)
 		return ok
@@ -305,6 +291,36 @@ func (in *interactive) serve(conn context.Context, leave context.CancelCauseFunc
 	run = cancel
 	runMu.Unlock()
 	in.run(ctx, cancel, req, viaTimeout)
+}
+
+// request decodes and checks the run request; ok is false when it was
+// refused.
+func (in *interactive) request(data []byte) (req execute.Request, viaTimeout, ok bool) {
+	s, r := in.s, in.r
+	var rr runRequest
+	if err := decodeJSON(bytes.NewReader(data), &rr); err != nil {
+		in.refuse(http.StatusBadRequest, CodeBadRequest, err.Error())
+		return req, false, false
+	}
+	req = execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
+	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
+	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
+		req.Limits.TimeLimit = *rr.Timeout
+	}
+	viaTimeout = rr.Timeout != nil
+	if err := precheckRun(req); err != nil {
+		in.refuseWith(func(w http.ResponseWriter) { s.refuseRun(w, r, err, viaTimeout) })
+		return req, false, false
+	}
+	if rr.SessionTTLSeconds != nil {
+		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
+		if err != nil {
+			in.refuse(http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
+			return req, false, false
+		}
+		req.SessionTTL = ttl
+	}
+	return req, viaTimeout, true
 }
 
 // run runs req with its output sent as it is produced and its result
@@ -407,7 +423,7 @@ func (in *interactive) message(typ websocket.MessageType, data []byte) (clientMe
 			return msg, errors.New("stdin after eof")
 		}
 		if len(*msg.Data) > in.room {
-			return msg, fmt.Errorf("%w: more than %d bytes in all", execute.ErrStdinTooLarge, execute.MaxStdinBytes)
+			return msg, fmt.Errorf("%w: more than %d bytes in all", execute.ErrStdinTooLarge, in.stdinCap)
 		}
 		in.room -= len(*msg.Data)
 	case "eof":

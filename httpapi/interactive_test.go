@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,8 +36,9 @@ func wsServer(t *testing.T, run runnerFunc, edit func(*Options)) *httptest.Serve
 	return ts
 }
 
-// wsDial opens /v1/run/ws with header (the token when nil).
-func wsDial(t *testing.T, ts *httptest.Server, header http.Header) (*websocket.Conn, *http.Response, error) {
+// wsDial opens /v1/run/ws with header (the token when nil). status is
+// the handshake's HTTP status.
+func wsDial(t *testing.T, ts *httptest.Server, header http.Header) (c *websocket.Conn, status int, err error) {
 	t.Helper()
 	if header == nil {
 		header = http.Header{"Authorization": {"Bearer " + wsToken}}
@@ -44,11 +46,17 @@ func wsDial(t *testing.T, ts *httptest.Server, header http.Header) (*websocket.C
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/v1/run/ws", &websocket.DialOptions{HTTPHeader: header})
+	if resp != nil {
+		status = resp.StatusCode
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+	}
 	if c != nil {
 		c.SetReadLimit(64 << 20)
 		t.Cleanup(func() { _ = c.CloseNow() })
 	}
-	return c, resp, err
+	return c, status, err
 }
 
 // wsOpen dials and sends the run request v.
@@ -203,13 +211,9 @@ func TestInteractiveHandshakeRefused(t *testing.T) {
 		{"null origin", http.Header{"Authorization": {"Bearer " + wsToken}, "Origin": {"null"}}, http.StatusForbidden},
 	}
 	for _, tc := range cases {
-		c, resp, err := wsDial(t, ts, tc.header)
-		if err == nil || c != nil || resp == nil || resp.StatusCode != tc.status {
-			code := 0
-			if resp != nil {
-				code = resp.StatusCode
-			}
-			t.Errorf("%s: connected %v, status %d, want %d", tc.name, c != nil, code, tc.status)
+		c, status, err := wsDial(t, ts, tc.header)
+		if err == nil || c != nil || status != tc.status {
+			t.Errorf("%s: connected %v, status %d, want %d", tc.name, c != nil, status, tc.status)
 		}
 	}
 	// The server's own origin is welcome.
@@ -251,7 +255,7 @@ func TestInteractiveBadMessages(t *testing.T) {
 		code string
 	}{
 		{"not json", websocket.MessageText, "{", CodeBadRequest},
-		{"unknown field", websocket.MessageText, `{"language":"python","code":"x","langauge":"c"}`, CodeBadRequest},
+		{"unknown field", websocket.MessageText, `{"language":"python","code":"x","lang":"c"}`, CodeBadRequest},
 		{"binary", websocket.MessageBinary, `{"language":"python","code":"x"}`, CodeBadRequest},
 		{"empty code", websocket.MessageText, `{"language":"python","code":""}`, CodeBadRequest},
 		{"unknown language", websocket.MessageText, `{"language":"cobol","code":"x"}`, CodeBadRequest},
@@ -306,14 +310,16 @@ func TestInteractiveBadMessages(t *testing.T) {
 }
 
 // TestInteractiveStdinCaps: a message over the message cap closes with
-// 1009; stdin over the total cap ends the run with an error message.
+// 1009; stdin over the total cap (the body cap when lower than
+// execute.MaxStdinBytes) ends the run with an error message.
 func TestInteractiveStdinCaps(t *testing.T) {
 	ended := make(chan error, 4)
+	const bodyCap = 3 << 20
 	ts := wsServer(t, func(ctx context.Context, req execute.Request) (*execute.Result, error) {
 		<-ctx.Done()
 		ended <- context.Cause(ctx)
 		return nil, ctx.Err()
-	}, nil)
+	}, func(o *Options) { o.MaxBodyBytes = bodyCap })
 
 	c := wsOpen(t, ts, map[string]any{"language": "python", "code": "x"})
 	big := strings.Repeat("a", MaxInteractiveMessageBytes)
@@ -325,17 +331,17 @@ func TestInteractiveStdinCaps(t *testing.T) {
 		t.Fatalf("cause %v", cause)
 	}
 
-	// The request's stdin counts toward the total.
+	// The request's stdin counts toward the total, the body cap's.
 	c = wsOpen(t, ts, map[string]any{"language": "python", "code": "x", "stdin": strings.Repeat("b", 1000)})
 	chunk := strings.Repeat("a", MaxInteractiveMessageBytes/2)
 	sent := 1000
-	for sent+len(chunk) <= execute.MaxStdinBytes {
+	for sent+len(chunk) <= bodyCap {
 		wsSend(t, c, map[string]any{"type": "stdin", "data": chunk})
 		sent += len(chunk)
 	}
 	wsSend(t, c, map[string]any{"type": "stdin", "data": chunk})
 	_, last, status := wsEnd(t, c)
-	if last.Type != "error" || last.Error == nil || !strings.Contains(last.Error.Message, "stdin is too large") ||
+	if last.Type != "error" || last.Error == nil || !strings.Contains(last.Error.Message, fmt.Sprintf("stdin is too large: more than %d bytes", bodyCap)) ||
 		status != websocket.StatusPolicyViolation {
 		t.Fatalf("stdin over the total cap: last %+v, close %v", last, status)
 	}
