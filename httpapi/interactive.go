@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -138,7 +139,14 @@ type interactive struct {
 	stdinCap int
 	// room is how many more stdin bytes the client may send.
 	room int
+	// final is set by the first of the last messages (result or error):
+	// the connection's reader and the run may both end it, and what
+	// comes after is not sent.
+	final atomic.Bool
 }
+
+// errFinal is a send refused because the last message went out.
+var errFinal = errors.New("the connection's last message was sent")
 
 // handleRunWS is GET /v1/run/ws: a run whose standard input comes from
 // the client as the program runs, over a WebSocket. The first message is
@@ -329,6 +337,9 @@ func (in *interactive) run(ctx context.Context, cancel context.CancelCauseFunc, 
 	s, r := in.s, in.r
 	deliver := func(chunks []outstream.Chunk) error {
 		for _, ch := range chunks {
+			if in.final.Load() {
+				return errFinal
+			}
 			d := string(ch.Data)
 			if err := in.send(ctx, wsMessage{Type: ch.Stream.String(), Data: &d}); err != nil {
 				cancel(errClientUnreachable)
@@ -370,7 +381,8 @@ func (in *interactive) run(ctx context.Context, cancel context.CancelCauseFunc, 
 		return
 	}
 	s.metrics.finished("run", string(res.Status), runReason(res), time.Since(start))
-	if deliver(rest) != nil || in.send(ctx, wsMessage{Type: "result", Result: res}) != nil {
+	if deliver(rest) != nil || !in.final.CompareAndSwap(false, true) ||
+		in.send(ctx, wsMessage{Type: "result", Result: res}) != nil {
 		return
 	}
 	_ = in.c.Close(websocket.StatusNormalClosure, "")
@@ -478,6 +490,9 @@ func (in *interactive) refuse(status int, code, msg string) {
 // for the client's mistakes, 1013 when the server is busy or stopping,
 // 1011 otherwise.
 func (in *interactive) sendRefusal(rec *bufferedAnswer) {
+	if !in.final.CompareAndSwap(false, true) {
+		return
+	}
 	var eb errorBody
 	if json.Unmarshal(rec.body.Bytes(), &eb) != nil || eb.Error.Code == "" {
 		id := requestID(in.r.Context())

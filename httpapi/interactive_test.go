@@ -526,3 +526,26 @@ func TestInteractiveNotAHandshake(t *testing.T) {
 	}
 	checkContract(t, http.MethodPost, "/v1/run/ws", rec)
 }
+
+// TestInteractiveRequestTooLarge: a run request over the body cap closes
+// the connection with 1009 and runs nothing.
+func TestInteractiveRequestTooLarge(t *testing.T) {
+	var runs atomic.Int32
+	ts := wsServer(t, func(ctx context.Context, req execute.Request) (*execute.Result, error) {
+		runs.Add(1)
+		return echoRunner(ctx, req)
+	}, func(o *Options) { o.MaxBodyBytes = 1000 })
+	c := wsOpen(t, ts, map[string]any{"language": "python", "code": strings.Repeat("#", 1000)})
+	if _, last, status := wsEnd(t, c); last.Type != "" || status != websocket.StatusMessageTooBig {
+		t.Fatalf("last %+v, close %v", last, status)
+	}
+	// Just under the cap is taken.
+	c = wsOpen(t, ts, map[string]any{"language": "python", "code": strings.Repeat("#", 900)})
+	wsSend(t, c, map[string]any{"type": "eof"})
+	if _, last, status := wsEnd(t, c); last.Type != "result" || status != websocket.StatusNormalClosure {
+		t.Fatalf("under the cap: last %+v, close %v", last, status)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("%d runs", n)
+	}
+}
