@@ -65,6 +65,13 @@ type Request struct {
 	Code string
 	// Stdin is the program's standard input; empty means /dev/null.
 	Stdin string
+	// StdinReader, when set, feeds the program's standard input after
+	// Stdin, as the program reads it: an interactive client's input. Its
+	// end closes the program's standard input. The run does not wait for
+	// it: a Read still blocked when Execute returns is the caller's to
+	// end (by closing what it reads from). Its length is the caller's to
+	// bound.
+	StdinReader io.Reader
 	// Limits bound the run; zero fields take DefaultLimits'.
 	Limits ExecutionLimits
 	// SessionID, when set, must match ^[A-Za-z0-9_-]{1,64}$ and is echoed
@@ -317,6 +324,9 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, s
 		stdin = []byte(req.Stdin)
 	}
 	spec := prog.Spec(stdin, e.sandboxLimits.Overlay(limits.sandboxLimits()).WithDefaults())
+	if req.StdinReader != nil {
+		spec.Stdin = io.MultiReader(strings.NewReader(req.Stdin), req.StdinReader)
+	}
 	spec.SampleInterval = e.sampleInterval
 	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
 

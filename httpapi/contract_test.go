@@ -275,7 +275,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("openapi version %q", v)
 	}
 	paths := spec["paths"].(map[string]any)
-	for _, p := range []string{"/execute", "/v1/run", "/v1/judge", "/v1/judge/{id}", "/v1/sessions/{id}", "/mcp", "/health", "/metrics", "/openapi.yaml"} {
+	for _, p := range []string{"/execute", "/v1/run", "/v1/run/ws", "/v1/judge", "/v1/judge/{id}", "/v1/sessions/{id}", "/mcp", "/health", "/metrics", "/openapi.yaml"} {
 		if _, ok := paths[p]; !ok {
 			t.Errorf("%s is not documented", p)
 		}

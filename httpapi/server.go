@@ -348,6 +348,7 @@ func (s *Server) routes() http.Handler {
 	rs := []route{
 		{http.MethodPost, "/execute", s.handleExecute, false, true},
 		{http.MethodPost, "/v1/run", s.handleRun, false, true},
+		{http.MethodGet, "/v1/run/ws", s.handleRunWS, false, false},
 		{http.MethodPost, "/v1/judge", s.handleJudge, false, true},
 		// Every method, answering the others itself: a GET pattern
 		// would clash with the method-less 405 pattern of
