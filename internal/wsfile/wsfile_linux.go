@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/multifile"
 )
 
 // beneath resolves names inside the workspace only, never through a link
@@ -335,7 +337,7 @@ func (l *lister) dir(fd int, rel string, depth int) error {
 				return fmt.Errorf("%w: more than the %d names a listing visits", ErrTooMany, l.max)
 			}
 			p := path.Join(rel, name)
-			if strings.HasPrefix(name, uploadPrefix) || checkPath(p) != nil {
+			if strings.HasPrefix(name, uploadPrefix) || multifile.CheckPath(p) != nil {
 				continue
 			}
 			var st unix.Stat_t
