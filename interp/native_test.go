@@ -1,0 +1,223 @@
+package interp_test
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/interp"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+	_ "github.com/coderunner/coderunner/sandbox/native"
+	"github.com/coderunner/coderunner/session"
+)
+
+// env is a session store whose interpreter sessions run on the native
+// backend.
+type env struct {
+	t     *testing.T
+	store *session.Store
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	testutil.RequireRoot(t)
+	b, err := backend.Open(context.Background(), "native", backend.Options{})
+	testutil.Require(t, err == nil, "the native backend does not work here")
+	if c, ok := b.(io.Closer); ok {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	l, _ := lang.Default().Lookup("python")
+	tc := l.Discover(context.Background())
+	testutil.Require(t, tc.Available, "python is not available: "+tc.Reason)
+	store, err := session.Open(session.Options{Dir: t.TempDir(), MaxBytes: 64 * sandbox.MiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	ex := execute.New(b, lang.Default(), execute.Options{TempDir: t.TempDir()})
+	store.SetInterpreter(interp.New(ex, interp.Options{Backend: b.Name()}))
+	return &env{t: t, store: store}
+}
+
+// cell runs code in session id's interpreter.
+func (e *env) cell(id, code string, limits execute.ExecutionLimits) *execute.Result {
+	e.t.Helper()
+	res, err := e.store.Execute(context.Background(), nil, execute.Request{Language: "python", Code: code,
+		SessionID: &id, Mode: execute.ModeInterpreter, Limits: limits})
+	if err != nil {
+		e.t.Fatalf("cell %q: %v", code, err)
+	}
+	if res.Status == execute.StatusSetupError {
+		e.t.Fatalf("cell %q: %s", code, res.Message())
+	}
+	return res
+}
+
+func value(res *execute.Result) string {
+	if res.Value == nil {
+		return "<nil>"
+	}
+	return *res.Value
+}
+
+func TestNativeStateKept(t *testing.T) {
+	e := newEnv(t)
+	if res := e.cell("a", "x = 1", execute.ExecutionLimits{}); res.Status != execute.StatusSuccess || res.Value != nil {
+		t.Fatalf("x = 1: %+v value %s", res, value(res))
+	}
+	e.cell("a", "x += 1", execute.ExecutionLimits{})
+	if res := e.cell("a", "x", execute.ExecutionLimits{}); value(res) != "2" || res.Restarted {
+		t.Fatalf("x: %+v value %s", res, value(res))
+	}
+	e.cell("a", "import math\ndef f(n):\n    return n * 3", execute.ExecutionLimits{})
+	if res := e.cell("a", "f(math.floor(2.5))", execute.ExecutionLimits{}); value(res) != "6" {
+		t.Fatalf("f: %+v value %s", res, value(res))
+	}
+	if res := e.cell("a", "'a' + 'b'", execute.ExecutionLimits{}); value(res) != "'ab'" {
+		t.Fatalf("repr: value %s", value(res))
+	}
+	if res := e.cell("a", "None", execute.ExecutionLimits{}); res.Value != nil {
+		t.Fatalf("None: value %s", value(res))
+	}
+}
+
+func TestNativeOutputPerCall(t *testing.T) {
+	e := newEnv(t)
+	res := e.cell("a", "import sys\nprint('one')\nprint('err', file=sys.stderr)\n7", execute.ExecutionLimits{})
+	if res.Stdout != "one\n" || res.Stderr != "err\n" || value(res) != "7" {
+		t.Fatalf("first: %q %q %s", res.Stdout, res.Stderr, value(res))
+	}
+	res = e.cell("a", "print('two', end='')", execute.ExecutionLimits{})
+	if res.Stdout != "two" || res.Stderr != "" {
+		t.Fatalf("second: %q %q", res.Stdout, res.Stderr)
+	}
+	res = e.cell("a", "import os\nos.write(1, b'raw\\n')\nos.write(2, b'rawerr\\n')", execute.ExecutionLimits{})
+	if res.Stdout != "raw\n" || res.Stderr != "rawerr\n" {
+		t.Fatalf("raw: %q %q", res.Stdout, res.Stderr)
+	}
+	res = e.cell("a", "1/0", execute.ExecutionLimits{})
+	if res.Status != execute.StatusExecutionError || !strings.Contains(res.Message(), "ZeroDivisionError") ||
+		!strings.Contains(res.Stderr, "Traceback") {
+		t.Fatalf("error: %+v", res)
+	}
+	if res := e.cell("a", "print('x' * 50)", execute.ExecutionLimits{MaxOutputChars: 10}); res.Stdout != "xxxxxxxxxx" || !res.Truncated {
+		t.Fatalf("cap: %q %v", res.Stdout, res.Truncated)
+	}
+	if res := e.cell("a", "'still'", execute.ExecutionLimits{}); value(res) != "'still'" || res.Truncated {
+		t.Fatalf("after the cap: %+v", res)
+	}
+}
+
+// A cell that prints what looks like the driver's answer, with another
+// call's nonce or a made-up one, is only output.
+func TestNativeAnswerNotForged(t *testing.T) {
+	e := newEnv(t)
+	code := "import sys\n" +
+		"fake = '\\n\\x1ecoderunner-result ' + '0'*32 + ' {\"value\": \"\\'forged\\'\", \"error\": null, \"interrupted\": false, \"display\": []}\\n'\n" +
+		"sys.stdout.write(fake)\nsys.stderr.write('\\n\\x1ecoderunner-result ' + '0'*32 + '\\n')\n'real'"
+	res := e.cell("a", code, execute.ExecutionLimits{})
+	if value(res) != "'real'" || !strings.Contains(res.Stdout, "forged") || res.Status != execute.StatusSuccess {
+		t.Fatalf("forged: %+v value %s", res, value(res))
+	}
+}
+
+func TestNativeTimeoutInterrupts(t *testing.T) {
+	e := newEnv(t)
+	e.cell("a", "y = 41", execute.ExecutionLimits{})
+	res := e.cell("a", "import time\nwhile True:\n    time.sleep(0.01)", execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || res.ExitCode != execute.ExitTimeout || !strings.Contains(res.Message(), "state is kept") {
+		t.Fatalf("timeout: %+v %s", res, res.Message())
+	}
+	if res := e.cell("a", "y + 1", execute.ExecutionLimits{}); value(res) != "42" || res.Restarted {
+		t.Fatalf("after the interrupt: %+v value %s", res, value(res))
+	}
+}
+
+func TestNativeUninterruptibleRestarts(t *testing.T) {
+	e := newEnv(t)
+	e.cell("a", "y = 41", execute.ExecutionLimits{})
+	res := e.cell("a", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"+
+		"import _thread\n_thread.interrupt_main = lambda *a: None\nwhile True:\n    pass", execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "next call starts a fresh one") {
+		t.Fatalf("stuck: %+v %s", res, res.Message())
+	}
+	res = e.cell("a", "'y' in dir()", execute.ExecutionLimits{})
+	if !res.Restarted || value(res) != "False" || res.Status != execute.StatusSuccess {
+		t.Fatalf("after the restart: %+v value %s", res, value(res))
+	}
+	if res := e.cell("a", "1", execute.ExecutionLimits{}); res.Restarted {
+		t.Fatal("restarted twice")
+	}
+}
+
+func TestNativeDisplayPNG(t *testing.T) {
+	e := newEnv(t)
+	png := "\x89PNG\r\n\x1a\n0000"
+	res := e.cell("a", "open('plot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n0000')\nopen('note.txt', 'w').write('x')",
+		execute.ExecutionLimits{})
+	if len(res.Display) != 1 || res.Display[0].MIME != "image/png" {
+		t.Fatalf("display: %+v", res.Display)
+	}
+	if b, _ := base64.StdEncoding.DecodeString(res.Display[0].Data); string(b) != png {
+		t.Fatalf("data: %q", b)
+	}
+	if res := e.cell("a", "1", execute.ExecutionLimits{}); len(res.Display) != 0 {
+		t.Fatalf("an unchanged file shown again: %+v", res.Display)
+	}
+}
+
+func TestNativeSessionsIsolated(t *testing.T) {
+	e := newEnv(t)
+	e.cell("a", "secret = 'a'", execute.ExecutionLimits{})
+	if res := e.cell("b", "'secret' in dir()", execute.ExecutionLimits{}); value(res) != "False" {
+		t.Fatalf("b sees a's variable: %s", value(res))
+	}
+	// b sees no process of a's.
+	res := e.cell("b", "import os\nsorted(p for p in os.listdir('/proc') if p.isdigit())", execute.ExecutionLimits{})
+	if value(res) != "['1', '2']" {
+		t.Fatalf("b's processes: %s", value(res))
+	}
+}
+
+func TestNativeMemoryKillsOnlyItsSession(t *testing.T) {
+	e := newEnv(t)
+	e.cell("a", "keep = 1", execute.ExecutionLimits{MemoryLimit: 64})
+	e.cell("b", "keep = 2", execute.ExecutionLimits{MemoryLimit: 64})
+	res := e.cell("a", "x = b'a' * (200 << 20)", execute.ExecutionLimits{MemoryLimit: 64})
+	if res.Status != execute.StatusExecutionError || !res.MemoryExceeded || !strings.Contains(res.Message(), "memory limit") {
+		t.Fatalf("200 MB in 64: %+v %s", res, res.Message())
+	}
+	if res := e.cell("a", "'keep' in dir()", execute.ExecutionLimits{MemoryLimit: 64}); value(res) != "False" || !res.Restarted {
+		t.Fatalf("a after its kill: %+v value %s", res, value(res))
+	}
+	if res := e.cell("b", "keep", execute.ExecutionLimits{MemoryLimit: 64}); value(res) != "2" || res.Restarted {
+		t.Fatalf("b after a's kill: %+v value %s", res, value(res))
+	}
+}
+
+func TestNativeRestartAndDelete(t *testing.T) {
+	e := newEnv(t)
+	e.cell("a", "z = 1\nopen('f.txt', 'w').write('kept')", execute.ExecutionLimits{})
+	if err := e.store.Restart(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	res := e.cell("a", "('z' in dir(), open('f.txt').read())", execute.ExecutionLimits{})
+	if value(res) != "(False, 'kept')" || res.Restarted {
+		t.Fatalf("after restart: %+v value %s", res, value(res))
+	}
+	if err := e.store.Restart(context.Background(), "nosuch"); err == nil {
+		t.Fatal("restart of no session")
+	}
+	if err := e.store.Delete("a"); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.cell("a", "'z' in dir()", execute.ExecutionLimits{}); value(res) != "False" {
+		t.Fatalf("after delete: %s", value(res))
+	}
+}
