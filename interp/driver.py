@@ -31,8 +31,12 @@ _null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(_null, 0)
 os.close(_null)
 sys.stdin = open(0, "r", closefd=False)
-_out = sys.stdout
-_err = sys.stderr
+# The answers go out through descriptors of their own, whatever a cell
+# does to sys.stdout and sys.stderr.
+_out = os.fdopen(os.dup(1), "w")
+_err = os.fdopen(os.dup(2), "w")
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
 
 _cells = queue.Queue()
 _running = {"nonce": None}
@@ -184,7 +188,7 @@ def main():
         except BaseException:
             pass
         answer = json.dumps({"value": value, "error": error, "interrupted": interrupted, "display": display})
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
             except Exception:

@@ -21,14 +21,31 @@ import (
 	"github.com/coderunner/coderunner/session"
 )
 
-//go:embed driver.py
-var driverSource string
+var (
+	//go:embed driver.py
+	pythonDriver string
+	//go:embed driver.js
+	jsDriver string
+)
 
-// DriverPath is where the driver is written in the session's workspace
-// when its interpreter starts. Python has read it by the time a cell
+// driver is the driver of one language: the language it runs as, its
+// source, and where it is written in the session's workspace when its
+// interpreter starts. The interpreter has read it by the time a cell
 // runs, so a cell that rewrites it changes nothing until the interpreter
 // restarts, which writes it again.
-const DriverPath = ".coderunner/interp.py"
+type driver struct {
+	language, source, path string
+}
+
+// drivers are the drivers by the languages a request may name.
+var drivers = map[string]driver{
+	"python":     {"python3", pythonDriver, ".coderunner/interp.py"},
+	"python3":    {"python3", pythonDriver, ".coderunner/interp.py"},
+	"py":         {"python3", pythonDriver, ".coderunner/interp.py"},
+	"javascript": {"javascript", jsDriver, ".coderunner/interp.js"},
+	"js":         {"javascript", jsDriver, ".coderunner/interp.js"},
+	"node":       {"javascript", jsDriver, ".coderunner/interp.js"},
+}
 
 // mark begins the driver's answer; it must be the driver's MARK.
 const mark = "\x1ecoderunner-result "
@@ -89,17 +106,14 @@ func New(run Runner, opts Options) *Manager {
 	return &Manager{run: run, opts: opts, log: opts.Logger}
 }
 
-// languages are the languages an interpreter session runs.
-var languages = map[string]bool{"python": true, "python3": true, "py": true}
-
 // Check refuses a request the interpreter mode cannot run.
 func Check(req execute.Request) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", execute.ErrInvalidMode, fmt.Sprintf(format, a...))
 	}
 	switch {
-	case !languages[strings.ToLower(req.Language)]:
-		return bad("the interpreter mode runs Python (python, python3), not %q", req.Language)
+	case drivers[strings.ToLower(req.Language)].source == "":
+		return bad("the interpreter mode runs Python (python, python3) and JavaScript (javascript, js), not %q", req.Language)
 	case req.Stdin != "" || req.StdinReader != nil:
 		return bad("a cell has no stdin")
 	case len(req.Files) > 0 || req.Entry != "":
@@ -126,7 +140,16 @@ func (m *Manager) Run(ctx context.Context, lease *session.Lease, req execute.Req
 			CPULimitCores: limits.CPULimit, MaxOutputChars: limits.MaxOutputChars}}
 	id := lease.ID()
 	res.SessionID = &id
+	drv := drivers[strings.ToLower(req.Language)]
 	p, _ := lease.Attached().(*proc)
+	if p != nil && p.lang != drv.language {
+		// The session's interpreter is of the other language: this call
+		// starts one of its own.
+		lease.Attach(nil)
+		_ = p.Close()
+		p = nil
+		res.Restarted = true
+	}
 	if p != nil && p.ended() {
 		// It died since its last call (a thread of its cell used too
 		// much memory, it outlived its lifetime): start anew and say so.
@@ -136,7 +159,7 @@ func (m *Manager) Run(ctx context.Context, lease *session.Lease, req execute.Req
 		p = nil
 	}
 	if p == nil {
-		p = m.start(lease, limits)
+		p = m.start(lease, drv, limits)
 		lease.Attach(p)
 	}
 	m.call(ctx, p, req, limits, res)
@@ -149,6 +172,8 @@ func (m *Manager) Run(ctx context.Context, lease *session.Lease, req execute.Req
 
 // proc is one interpreter process.
 type proc struct {
+	// lang is the language it runs.
+	lang   string
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
 	out    *demux
@@ -161,14 +186,14 @@ type proc struct {
 }
 
 // start starts an interpreter in lease's workspace.
-func (m *Manager) start(lease *session.Lease, limits execute.ExecutionLimits) *proc {
+func (m *Manager) start(lease *session.Lease, drv driver, limits execute.ExecutionLimits) *proc {
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
-	p := &proc{stdin: w, cancel: cancel, out: newDemux(true, maxAnswer), err: newDemux(false, 0), done: make(chan struct{})}
+	p := &proc{lang: drv.language, stdin: w, cancel: cancel, out: newDemux(true, maxAnswer), err: newDemux(false, 0), done: make(chan struct{})}
 	req := execute.Request{
-		Language:    "python3",
-		Files:       []multifile.File{{Path: DriverPath, Content: driverSource}},
-		Entry:       DriverPath,
+		Language:    drv.language,
+		Files:       []multifile.File{{Path: drv.path, Content: drv.source}},
+		Entry:       drv.path,
 		Workspace:   lease.Dir(),
 		StdinReader: r,
 		Stdout:      p.out,
@@ -243,7 +268,7 @@ func (m *Manager) call(ctx context.Context, p *proc, req execute.Request, limits
 	gotOut := p.out.begin([]byte("\n"+mark+nonce+" "), keep, req.Stdout)
 	gotErr := p.err.begin([]byte("\n"+mark+nonce+"\n"), keep, req.Stderr)
 	start := time.Now()
-	p.send(map[string]string{"op": "run", "nonce": nonce, "code": req.Code})
+	p.send(map[string]any{"op": "run", "nonce": nonce, "code": req.Code, "timeout_ms": limits.Duration().Milliseconds()})
 
 	timer := time.NewTimer(limits.Duration())
 	defer timer.Stop()

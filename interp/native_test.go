@@ -221,3 +221,72 @@ func TestNativeRestartAndDelete(t *testing.T) {
 		t.Fatalf("after delete: %s", value(res))
 	}
 }
+
+// jsCell runs code in session id's JavaScript interpreter.
+func (e *env) jsCell(id, code string, limits execute.ExecutionLimits) *execute.Result {
+	e.t.Helper()
+	res, err := e.store.Execute(context.Background(), nil, execute.Request{Language: "javascript", Code: code,
+		SessionID: &id, Mode: execute.ModeInterpreter, Limits: limits})
+	if err != nil {
+		e.t.Fatalf("cell %q: %v", code, err)
+	}
+	if res.Status == execute.StatusSetupError {
+		e.t.Fatalf("cell %q: %s", code, res.Message())
+	}
+	return res
+}
+
+func requireNode(t *testing.T) {
+	t.Helper()
+	l, _ := lang.Default().Lookup("javascript")
+	tc := l.Discover(context.Background())
+	testutil.Require(t, tc.Available, "node is not available: "+tc.Reason)
+}
+
+func TestNativeJavaScript(t *testing.T) {
+	e := newEnv(t)
+	requireNode(t)
+	e.jsCell("a", "var x = 1; let y = 10", execute.ExecutionLimits{})
+	e.jsCell("a", "x += 1", execute.ExecutionLimits{})
+	if res := e.jsCell("a", "x + y", execute.ExecutionLimits{}); value(res) != "12" || res.Status != execute.StatusSuccess {
+		t.Fatalf("x + y: %+v value %s", res, value(res))
+	}
+	if res := e.jsCell("a", "const path = require('path'); function f(n) { return n * 3 }", execute.ExecutionLimits{}); res.Value != nil {
+		t.Fatalf("a declaration: value %s", value(res))
+	}
+	if res := e.jsCell("a", "({a: f(2), b: path.basename('/x/y')})", execute.ExecutionLimits{}); value(res) != "{ a: 6, b: 'y' }" {
+		t.Fatalf("an object: value %s", value(res))
+	}
+	res := e.jsCell("a", "console.log('one'); console.error('err'); 7", execute.ExecutionLimits{})
+	if res.Stdout != "one\n" || res.Stderr != "err\n" || value(res) != "7" {
+		t.Fatalf("output: %q %q %s", res.Stdout, res.Stderr, value(res))
+	}
+	res = e.jsCell("a", "null.x", execute.ExecutionLimits{})
+	if res.Status != execute.StatusExecutionError || !strings.Contains(res.Message(), "TypeError") || !strings.Contains(res.Stderr, "TypeError") {
+		t.Fatalf("error: %+v", res)
+	}
+	fake := "process.stdout.write('\\n\\x1ecoderunner-result ' + '0'.repeat(32) + ' {\"value\":\"forged\",\"error\":null,\"interrupted\":false,\"display\":[]}\\n'); 'real'"
+	if res := e.jsCell("a", fake, execute.ExecutionLimits{}); value(res) != "'real'" || !strings.Contains(res.Stdout, "forged") {
+		t.Fatalf("forged: %+v value %s", res, value(res))
+	}
+	res = e.jsCell("a", "require('fs').writeFileSync('p.png', Buffer.from([0x89, 0x50, 0x4e, 0x47]))", execute.ExecutionLimits{})
+	if len(res.Display) != 1 || res.Display[0].Data != base64.StdEncoding.EncodeToString([]byte("\x89PNG")) {
+		t.Fatalf("display: %+v", res.Display)
+	}
+	res = e.jsCell("a", "while (true) {}", execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "state is kept") {
+		t.Fatalf("timeout: %+v %s", res, res.Message())
+	}
+	if res := e.jsCell("a", "x", execute.ExecutionLimits{}); value(res) != "2" || res.Restarted {
+		t.Fatalf("after the interrupt: %+v value %s", res, value(res))
+	}
+	// A cell blocked outside JavaScript is not interrupted: its
+	// interpreter is ended and the next call says so.
+	res = e.jsCell("a", "require('child_process').execSync('sleep 60')", execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "next call starts a fresh one") {
+		t.Fatalf("stuck: %+v %s", res, res.Message())
+	}
+	if res := e.jsCell("a", "typeof x", execute.ExecutionLimits{}); value(res) != "'undefined'" || !res.Restarted {
+		t.Fatalf("after the restart: %+v value %s", res, value(res))
+	}
+}
