@@ -26,7 +26,7 @@ var (
 	// ^[A-Za-z0-9_-]{1,64}$.
 	ErrInvalidSessionID = execute.ErrInvalidSessionID
 	// ErrInvalidMode: WithInterpreter without WithSession, in a language
-	// other than Python, or with what a cell does not take.
+	// other than Python and JavaScript, or with what a cell does not take.
 	ErrInvalidMode = execute.ErrInvalidMode
 	// ErrInvalidOption: the program arguments, compiler flags or
 	// environment break a rule (WithArgs, WithCompilerFlags, WithEnv);

@@ -87,10 +87,11 @@ func WithSession(id string) Option { return func(c *call) { c.session = &id } }
 // calls that give none keep it.
 func WithSessionTTL(d time.Duration) Option { return func(c *call) { c.sessionTTL = d } }
 
-// WithInterpreter runs code as a cell of the live Python interpreter of
-// the session WithSession names (needed), which keeps variables, imports
-// and definitions from one call to the next: the Result's Value is the
-// repr of the cell's last expression (nil after a statement), its Display
+// WithInterpreter runs code as a cell of the live Python or JavaScript
+// interpreter of the session WithSession names (needed), which keeps
+// variables, imports and definitions from one call to the next: the
+// Result's Value is the repr of the cell's last expression (nil after a
+// statement; in JavaScript its completion value), its Display
 // the figures and PNG/SVG files the cell made. A cell over its time limit
 // is interrupted and the interpreter's state kept; one that does not stop
 // ends its interpreter, and the next call's Result has Restarted set. A

@@ -8,7 +8,8 @@ import (
 	"github.com/coderunner/coderunner/sandbox"
 )
 
-// Mode names how a request runs: "" (a program, once) or ModeInterpreter.
+// ModeInterpreter is the Request.Mode of a cell run in a session's live
+// interpreter; the empty mode runs a program once.
 const ModeInterpreter = "interpreter"
 
 // ProcessLimits bound a long-lived process (an interpreter session's):

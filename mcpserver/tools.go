@@ -121,7 +121,7 @@ func (s *Server) executeSchema() map[string]any {
 			"session_id": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
 				"description": "Session to run in: files written in /workspace stay for the next call with the same session_id; processes, /tmp and memory are fresh each call. Idle sessions end after a while (30 minutes by default). Omit for a throwaway workspace."},
 			"mode": map[string]any{"type": "string", "enum": []string{execute.ModeInterpreter},
-				"description": "\"interpreter\": run code as a cell of the session's live Python interpreter (session_id required), which keeps variables, imports and definitions between calls; the result adds value (the repr of the last expression, or null) and display (figures and PNG/SVG files the cell wrote, also returned as image content), and restarted when the interpreter had to be started anew. A cell over its timeout is interrupted and the state kept. Omit to run a program once."},
+				"description": "\"interpreter\": run code as a cell of the session's live Python or JavaScript interpreter (session_id required), which keeps variables, imports and definitions between calls; the result adds value (the repr of the last expression, or null) and display (figures and PNG/SVG files the cell wrote, also returned as image content), and restarted when the interpreter had to be started anew. A cell over its timeout is interrupted and the state kept. Omit to run a program once."},
 			"session_ttl_seconds": map[string]any{"type": "integer", "minimum": 1,
 				"description": "How long the session (session_id, required) may stay idle before it ends and its files are removed, in seconds; kept for later calls that give none. At most the server's maximum (a day by default)."},
 
