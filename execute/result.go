@@ -126,6 +126,26 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}{plain(r), r.Value, d, r.Restarted})
 }
 
+// UnmarshalJSON reads a result's object; one with "display" is an
+// interpreter's cell.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	var x struct {
+		plain
+		Value     *string    `json:"value"`
+		Display   *[]Display `json:"display"`
+		Restarted bool       `json:"restarted"`
+	}
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*r = Result(x.plain)
+	if x.Display != nil {
+		r.Interpreter, r.Value, r.Display, r.Restarted = true, x.Value, *x.Display, x.Restarted
+	}
+	return nil
+}
+
 // The steps of an execution, for Result.Stage.
 const (
 	StageCompile = "compile"

@@ -137,3 +137,23 @@ func TestNativeInterpreterCallLatency(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestNativeInterpreterStream: a cell's output streams as it runs (what
+// it prints before it sleeps is an event before the result), and the
+// result event carries the value.
+func TestNativeInterpreterStream(t *testing.T) {
+	s := interpServer(t)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	body, _ := json.Marshal(map[string]any{"language": "python", "session_id": "st", "mode": "interpreter",
+		"code": "import time\nprint('first', flush=True)\ntime.sleep(0.2)\nprint('second')\n6 * 7"})
+	sr := streamOf(t, postRun(t, context.Background(), ts.URL, string(body), "text/event-stream"))
+	first, _ := sr.next(t)
+	if first.name != "stdout" || first.text(t) != "first\n" {
+		t.Fatalf("first event %+v, want stdout \"first\\n\" alone", first)
+	}
+	out, _, res := collect(t, sr)
+	if res.Value == nil || *res.Value != "42" || res.Stdout != "first\nsecond\n" || "first\n"+out["stdout"] != res.Stdout {
+		t.Fatalf("result %+v, streamed %q", res, out["stdout"])
+	}
+}

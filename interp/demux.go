@@ -88,7 +88,7 @@ func (d *demux) Write(p []byte) (int, error) {
 		i := bytes.Index(d.window, d.mark)
 		if i < 0 {
 			// All but what may begin a mark is the call's.
-			n := max(len(d.window)-(len(d.mark)-1), 0)
+			n := len(d.window) - partial(d.window, d.mark)
 			d.give(d.window[:n])
 			d.window = append(d.window[:0], d.window[n:]...)
 			break
@@ -122,4 +122,14 @@ func (d *demux) give(p []byte) {
 	if d.live != nil {
 		_, _ = d.live.Write(p)
 	}
+}
+
+// partial is the length of the longest end of w that begins mark.
+func partial(w, mark []byte) int {
+	for k := min(len(w), len(mark)-1); k > 0; k-- {
+		if bytes.HasPrefix(mark, w[len(w)-k:]) {
+			return k
+		}
+	}
+	return 0
 }

@@ -5,7 +5,7 @@
 // V8 itself). Each cell runs in the one global context, as node's REPL
 // runs it: the completion value of its last statement is returned. The
 // answer follows the cell's output on standard output, one line
-// "\n" MARK N " " JSON "\n", and "\n" MARK N "\n" marks the end on
+// MARK N " " JSON "\n", and MARK N "\n" marks the end on
 // standard error. N is new for every call, and the cells cannot reach this
 // module's variables, so output cannot pass for an answer.
 'use strict';
@@ -140,8 +140,8 @@ function runCell(msg) {
     }
   } catch (_) {}
   const answer = JSON.stringify({ value, error, interrupted, display });
-  writeAll(stderrFd, '\n' + MARK + nonce + '\n');
-  writeAll(stdoutFd, '\n' + MARK + nonce + ' ' + answer + '\n');
+  writeAll(stderrFd, MARK + nonce + '\n');
+  writeAll(stdoutFd, MARK + nonce + ' ' + answer + '\n');
 }
 
 // Lines are read synchronously, one cell at a time: what a cell leaves

@@ -3,8 +3,8 @@
 # a line: {"op": "run", "nonce": N, "code": C} or {"op": "interrupt",
 # "nonce": N}. It runs each cell as a notebook does (the value of the last
 # expression is returned) and answers on standard output with one line,
-# "\n" MARK N " " JSON "\n", after flushing what the cell printed, and
-# with "\n" MARK N "\n" on standard error. N is new for every call and
+# MARK N " " JSON "\n", after flushing what the cell printed, and with
+# MARK N "\n" on standard error. N is new for every call and
 # known only to the server and to this process, so a cell that prints a
 # result line cannot make the server take it for the answer.
 import ast
@@ -193,9 +193,9 @@ def main():
                 stream.flush()
             except Exception:
                 pass
-        _err.write("\n" + MARK + nonce + "\n")
+        _err.write(MARK + nonce + "\n")
         _err.flush()
-        _out.write("\n" + MARK + nonce + " " + answer + "\n")
+        _out.write(MARK + nonce + " " + answer + "\n")
         _out.flush()
 
 

@@ -265,8 +265,8 @@ func (m *Manager) call(ctx context.Context, p *proc, req execute.Request, limits
 	_, _ = rand.Read(nb[:])
 	nonce := hex.EncodeToString(nb[:])
 	keep := limits.MaxOutputChars
-	gotOut := p.out.begin([]byte("\n"+mark+nonce+" "), keep, req.Stdout)
-	gotErr := p.err.begin([]byte("\n"+mark+nonce+"\n"), keep, req.Stderr)
+	gotOut := p.out.begin([]byte(mark+nonce+" "), keep, req.Stdout)
+	gotErr := p.err.begin([]byte(mark+nonce+"\n"), keep, req.Stderr)
 	start := time.Now()
 	p.send(map[string]any{"op": "run", "nonce": nonce, "code": req.Code, "timeout_ms": limits.Duration().Milliseconds()})
 

@@ -290,3 +290,19 @@ func TestNativeJavaScript(t *testing.T) {
 		t.Fatalf("after the restart: %+v value %s", res, value(res))
 	}
 }
+
+// A cell that rewrites the driver changes nothing: the running driver has
+// read it, and a restart writes it again.
+func TestNativeDriverRewritten(t *testing.T) {
+	e := newEnv(t)
+	e.cell("a", "open('.coderunner/interp.py', 'w').write('print(\"evil\")')\nz = 5", execute.ExecutionLimits{})
+	if res := e.cell("a", "z", execute.ExecutionLimits{}); value(res) != "5" {
+		t.Fatalf("after the rewrite: %+v", res)
+	}
+	if err := e.store.Restart(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.cell("a", "open('.coderunner/interp.py').read().startswith('#')", execute.ExecutionLimits{}); value(res) != "True" {
+		t.Fatalf("after the restart: %+v value %s", res, value(res))
+	}
+}
