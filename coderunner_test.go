@@ -429,6 +429,11 @@ func TestSandboxProcessIsolation(t *testing.T) {
 			t.Errorf("JSON lacks %q: %s", k, b)
 		}
 	}
+	var back IsolatedResult
+	if err := json.Unmarshal(b, &back); err != nil || back.Result == nil || back.Stdout != res.Stdout ||
+		back.Isolation.Backend != "native" || len(back.Isolation.Checks) != len(res.Isolation.Checks) {
+		t.Errorf("read back: %v %+v", err, back)
+	}
 }
 
 // TestCheckDockerAvailable points DOCKER_HOST at a fake engine that only
