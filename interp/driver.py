@@ -12,10 +12,10 @@ import base64
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import traceback
-import _thread
 
 MARK = "\x1ecoderunner-result "
 MAX_VALUE = 1 << 20
@@ -38,6 +38,11 @@ _err = os.fdopen(os.dup(2), "w")
 sys.stdout.reconfigure(line_buffering=True)
 sys.stderr.reconfigure(line_buffering=True)
 
+_main = threading.get_ident()
+# A cell is interrupted as a notebook interrupts it: SIGINT to the main
+# thread, which also cuts short a blocking call such as time.sleep.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 _cells = queue.Queue()
 _running = {"nonce": None}
 _lock = threading.Lock()
@@ -54,7 +59,7 @@ def _read():
         if msg.get("op") == "interrupt":
             with _lock:
                 if _running["nonce"] is not None and _running["nonce"] == msg.get("nonce"):
-                    _thread.interrupt_main()
+                    signal.pthread_kill(_main, signal.SIGINT)
         elif msg.get("op") == "run":
             _cells.put(msg)
     _cells.put(None)

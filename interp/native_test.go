@@ -137,13 +137,21 @@ func TestNativeTimeoutInterrupts(t *testing.T) {
 	if res := e.cell("a", "y + 1", execute.ExecutionLimits{}); value(res) != "42" || res.Restarted {
 		t.Fatalf("after the interrupt: %+v value %s", res, value(res))
 	}
+	// A blocking call is cut short too.
+	res = e.cell("a", "import time\ny = 7\ntime.sleep(600)", execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "state is kept") || !strings.Contains(res.Stderr, "KeyboardInterrupt") {
+		t.Fatalf("sleep: %+v %s", res, res.Message())
+	}
+	if res := e.cell("a", "y", execute.ExecutionLimits{}); value(res) != "7" || res.Restarted {
+		t.Fatalf("after the sleep: %+v value %s", res, value(res))
+	}
 }
 
 func TestNativeUninterruptibleRestarts(t *testing.T) {
 	e := newEnv(t)
 	e.cell("a", "y = 41", execute.ExecutionLimits{})
-	res := e.cell("a", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"+
-		"import _thread\n_thread.interrupt_main = lambda *a: None\nwhile True:\n    pass", execute.ExecutionLimits{TimeLimit: 1})
+	res := e.cell("a", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+		execute.ExecutionLimits{TimeLimit: 1})
 	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "next call starts a fresh one") {
 		t.Fatalf("stuck: %+v %s", res, res.Message())
 	}
