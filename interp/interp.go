@@ -162,6 +162,9 @@ func (m *Manager) Run(ctx context.Context, lease *session.Lease, req execute.Req
 		p = m.start(lease, drv, limits)
 		lease.Attach(p)
 	}
+	// The interpreter's memory, CPU and processes are those it started
+	// with; the time and output limits are the call's.
+	res.LimitsApplied.MemoryLimitMB, res.LimitsApplied.CPULimitCores = p.limits.MemoryLimit, p.limits.CPULimit
 	m.call(ctx, p, req, limits, res)
 	res.Warnings = append(res.Warnings, warnings(res)...)
 	if err := ctx.Err(); err != nil {
@@ -172,8 +175,9 @@ func (m *Manager) Run(ctx context.Context, lease *session.Lease, req execute.Req
 
 // proc is one interpreter process.
 type proc struct {
-	// lang is the language it runs.
+	// lang is the language it runs; limits the limits it started with.
 	lang   string
+	limits execute.ExecutionLimits
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
 	out    *demux
@@ -189,7 +193,7 @@ type proc struct {
 func (m *Manager) start(lease *session.Lease, drv driver, limits execute.ExecutionLimits) *proc {
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
-	p := &proc{lang: drv.language, stdin: w, cancel: cancel, out: newDemux(true, maxAnswer), err: newDemux(false, 0), done: make(chan struct{})}
+	p := &proc{lang: drv.language, limits: limits, stdin: w, cancel: cancel, out: newDemux(true, maxAnswer), err: newDemux(false, 0), done: make(chan struct{})}
 	req := execute.Request{
 		Language:    drv.language,
 		Files:       []multifile.File{{Path: drv.path, Content: drv.source}},
@@ -366,7 +370,7 @@ func (m *Manager) died(p *proc, res *execute.Result, limits execute.ExecutionLim
 		why = "the sandbox failed: " + p.runErr.Error()
 	case p.sr != nil && (p.sr.MemoryExceeded || p.sr.Status == sandbox.StatusMemoryLimit):
 		res.MemoryExceeded = true
-		why = fmt.Sprintf("it exceeded the memory limit of %d MB", limits.MemoryLimit)
+		why = fmt.Sprintf("it exceeded the memory limit of %d MB", p.limits.MemoryLimit)
 	case p.sr != nil && p.sr.Status == sandbox.StatusTimeLimit:
 		why = "it reached the longest life of an interpreter"
 	case p.sr != nil && p.sr.Signal != 0:

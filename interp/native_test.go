@@ -204,7 +204,8 @@ func TestNativeMemoryKillsOnlyItsSession(t *testing.T) {
 	if res := e.cell("a", "'keep' in dir()", execute.ExecutionLimits{MemoryLimit: 64}); value(res) != "False" || !res.Restarted {
 		t.Fatalf("a after its kill: %+v value %s", res, value(res))
 	}
-	if res := e.cell("b", "keep", execute.ExecutionLimits{MemoryLimit: 64}); value(res) != "2" || res.Restarted {
+	if res := e.cell("b", "keep", execute.ExecutionLimits{MemoryLimit: 128}); value(res) != "2" || res.Restarted ||
+		res.LimitsApplied.MemoryLimitMB != 64 {
 		t.Fatalf("b after a's kill: %+v value %s", res, value(res))
 	}
 }
