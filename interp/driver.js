@@ -108,10 +108,17 @@ function runCell(msg) {
   let value = null;
   let error = null;
   let interrupted = false;
+  const display = [];
   try {
     const v = vm.runInThisContext(code, { filename: '<cell>', timeout, displayErrors: false });
     if (v !== undefined) {
       globalThis._ = v;
+      if (v !== null && typeof v === 'object' && (Array.isArray(v) || Object.getPrototypeOf(v) === Object.prototype)) {
+        try {
+          const text = JSON.stringify(v);
+          if (typeof text === 'string' && text.length <= MAX_VALUE) display.push({ mime: 'application/json', data: text });
+        } catch (_) {}
+      }
       value = util.inspect(v);
       if (value.length > MAX_VALUE) value = value.slice(0, MAX_VALUE);
     }
@@ -128,7 +135,6 @@ function runCell(msg) {
       writeAll(stderrFd, (e && e.stack ? String(e.stack) : String(e)) + '\n');
     } catch (_) {}
   }
-  const display = [];
   try {
     const after = images();
     for (const p of [...after.keys()].sort()) {

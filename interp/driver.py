@@ -127,8 +127,20 @@ def _figures(display):
         pass
 
 
-def _run(code, ns):
-    """Runs one cell; returns (value, error)."""
+def _structured(v):
+    """A dict or list that JSON holds as it is, as JSON text; else None."""
+    if not isinstance(v, (dict, list)):
+        return None
+    try:
+        text = json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if len(text) <= MAX_VALUE else None
+
+
+def _run(code, ns, display):
+    """Runs one cell and returns the repr of its last expression, or None;
+    a dict or list that is JSON also goes to display."""
     tree = ast.parse(code, "<cell>", "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -140,6 +152,9 @@ def _run(code, ns):
     if v is None:
         return None
     ns["_"] = v
+    text = _structured(v)
+    if text is not None:
+        display.append({"mime": "application/json", "data": text})
     r = repr(v)
     if len(r) > MAX_VALUE:
         r = r[:MAX_VALUE]
@@ -158,11 +173,12 @@ def main():
         code = msg.get("code", "")
         before = _images()
         value, error, interrupted = None, None, False
+        display = []
         with _lock:
             _running["nonce"] = nonce
         try:
             try:
-                value = _run(code if isinstance(code, str) else "", ns)
+                value = _run(code if isinstance(code, str) else "", ns, display)
             finally:
                 with _lock:
                     _running["nonce"] = None
@@ -175,7 +191,6 @@ def main():
         except BaseException as e:  # the cell's own error, shown as a notebook shows it
             error = "".join(traceback.format_exception_only(type(e), e)).strip()
             traceback.print_exc()
-        display = []
         try:
             _figures(display)
             after = _images()

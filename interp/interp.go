@@ -345,18 +345,25 @@ wait:
 	if ok {
 		res.Value = a.Value
 		for _, d := range a.Display {
-			if !displayMIME[d.MIME] {
+			switch {
+			case d.MIME == "application/json":
+				if !json.Valid([]byte(d.Data)) {
+					continue
+				}
+			case !displayMIME[d.MIME]:
 				continue
-			}
-			if _, err := base64.StdEncoding.DecodeString(d.Data); err != nil {
-				continue
+			default:
+				if _, err := base64.StdEncoding.DecodeString(d.Data); err != nil {
+					continue
+				}
 			}
 			res.Display = append(res.Display, execute.Display{MIME: d.MIME, Data: d.Data})
 		}
 	}
 }
 
-// displayMIME are the types a display item may have.
+// displayMIME are the image types a display item may have, in base64;
+// "application/json" is the other type, as JSON text.
 var displayMIME = map[string]bool{"image/png": true, "image/svg+xml": true}
 
 // died fills res for an interpreter that ended during the call.

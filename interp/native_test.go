@@ -85,6 +85,15 @@ func TestNativeStateKept(t *testing.T) {
 	if res := e.cell("a", "None", execute.ExecutionLimits{}); res.Value != nil {
 		t.Fatalf("None: value %s", value(res))
 	}
+	// A dict or list that JSON holds is also shown as JSON; one it does
+	// not hold is not.
+	res := e.cell("a", "{'a': [1, 2.5, None], 'b': 'x'}", execute.ExecutionLimits{})
+	if len(res.Display) != 1 || res.Display[0].MIME != "application/json" || res.Display[0].Data != `{"a": [1, 2.5, null], "b": "x"}` {
+		t.Fatalf("JSON: %+v", res.Display)
+	}
+	if res := e.cell("a", "[float('nan'), object()]", execute.ExecutionLimits{}); len(res.Display) != 0 || res.Value == nil {
+		t.Fatalf("not JSON: %+v", res.Display)
+	}
 }
 
 func TestNativeOutputPerCall(t *testing.T) {
@@ -263,8 +272,9 @@ func TestNativeJavaScript(t *testing.T) {
 	if res := e.jsCell("a", "const path = require('path'); function f(n) { return n * 3 }", execute.ExecutionLimits{}); res.Value != nil {
 		t.Fatalf("a declaration: value %s", value(res))
 	}
-	if res := e.jsCell("a", "({a: f(2), b: path.basename('/x/y')})", execute.ExecutionLimits{}); value(res) != "{ a: 6, b: 'y' }" {
-		t.Fatalf("an object: value %s", value(res))
+	if res := e.jsCell("a", "({a: f(2), b: path.basename('/x/y')})", execute.ExecutionLimits{}); value(res) != "{ a: 6, b: 'y' }" ||
+		len(res.Display) != 1 || res.Display[0].MIME != "application/json" || res.Display[0].Data != `{"a":6,"b":"y"}` {
+		t.Fatalf("an object: value %s, display %+v", value(res), res.Display)
 	}
 	res := e.jsCell("a", "console.log('one'); console.error('err'); 7", execute.ExecutionLimits{})
 	if res.Stdout != "one\n" || res.Stderr != "err\n" || value(res) != "7" {
