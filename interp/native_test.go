@@ -3,6 +3,8 @@ package interp_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -325,3 +327,41 @@ func TestNativeDriverRewritten(t *testing.T) {
 		t.Fatalf("after the restart: %+v value %s", res, value(res))
 	}
 }
+
+// The open matplotlib figures come back as PNGs and are closed. The
+// module is a stand-in written in the workspace, which comes first on the
+// interpreter's path: Debian's matplotlib needs its BLAS through
+// /etc/alternatives, which the native sandbox does not have.
+func TestNativeFigures(t *testing.T) {
+	e := newEnv(t)
+	pyplot := strings.Join([]string{
+		"figs = {}",
+		"class Figure:",
+		"    def __init__(self, n): self.n = n",
+		"    def savefig(self, buf, format): buf.write(b'\\x89PNG fig%d' % self.n)",
+		"def plot(n): figs[n] = Figure(n)",
+		"def get_fignums(): return sorted(figs)",
+		"def figure(n): return figs[n]",
+		"def close(which): figs.clear()",
+	}, "\n")
+	fake := "import os\nos.makedirs('matplotlib', exist_ok=True)\nopen('matplotlib/__init__.py', 'w').write('')\n" +
+		"open('matplotlib/pyplot.py', 'w').write(" + strconvQuote(pyplot) + ")"
+	if res := e.cell("a", fake, execute.ExecutionLimits{}); res.Status != execute.StatusSuccess {
+		t.Fatalf("the stand-in: %+v", res)
+	}
+	res := e.cell("a", "import matplotlib.pyplot as plt\nplt.plot(1)\nplt.plot(2)", execute.ExecutionLimits{})
+	if len(res.Display) != 2 {
+		t.Fatalf("figures: %+v %s", res.Display, res.Stderr)
+	}
+	for i, d := range res.Display {
+		if b, _ := base64.StdEncoding.DecodeString(d.Data); d.MIME != "image/png" || string(b) != fmt.Sprintf("\x89PNG fig%d", i+1) {
+			t.Fatalf("figure %d: %s %q", i, d.MIME, b)
+		}
+	}
+	if res := e.cell("a", "plt.get_fignums()", execute.ExecutionLimits{}); len(res.Display) != 1 || value(res) != "[]" {
+		t.Fatalf("the figures not closed: %+v value %s", res.Display, value(res))
+	}
+}
+
+// strconvQuote is s as a Python string literal (JSON's is one).
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
