@@ -236,19 +236,14 @@ func (p *proc) Close() error {
 	return nil
 }
 
-// send writes one control line to the driver, unless it ended first.
+// send writes one line to the driver without waiting: a driver that
+// stops reading (a cell can make it) must not hold the call past its time
+// limit. The pipe writes each line whole, in order; Close ends a write
+// still waiting.
 func (p *proc) send(v any) {
 	line, _ := json.Marshal(v)
 	line = append(line, '\n')
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		_, _ = p.stdin.Write(line)
-	}()
-	select {
-	case <-sent:
-	case <-p.done:
-	}
+	go func() { _, _ = p.stdin.Write(line) }()
 }
 
 // answer is the driver's answer to a cell.

@@ -365,3 +365,19 @@ func TestNativeFigures(t *testing.T) {
 
 // strconvQuote is s as a Python string literal (JSON's is one).
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A driver that no longer reads its input cannot hold a call past its
+// time limit, even with a cell larger than a pipe holds.
+func TestNativeDriverNotReading(t *testing.T) {
+	e := newEnv(t)
+	requireNode(t)
+	e.jsCell("a", "fs = require('fs'); fs.readSync = () => { for (;;) {} }", execute.ExecutionLimits{})
+	big := "// " + strings.Repeat("x", 1<<20) + "\n1"
+	res := e.jsCell("a", big, execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "next call starts a fresh one") {
+		t.Fatalf("a driver not reading: %+v %s", res, res.Message())
+	}
+	if res := e.jsCell("a", "1 + 1", execute.ExecutionLimits{}); value(res) != "2" || !res.Restarted {
+		t.Fatalf("after: %+v value %s", res, value(res))
+	}
+}
