@@ -18,6 +18,7 @@ const MARK = '\x1ecoderunner-result ';
 const MAX_VALUE = 1 << 20;
 const MAX_IMAGE = 8 << 20;
 const MAX_IMAGES = 16;
+const MAX_IMAGE_TOTAL = 16 << 20;
 const MAX_SCAN = 2000;
 const IMAGE_TYPES = { '.png': 'image/png', '.svg': 'image/svg+xml' };
 
@@ -135,13 +136,15 @@ function runCell(msg) {
       writeAll(stderrFd, (e && e.stack ? String(e.stack) : String(e)) + '\n');
     } catch (_) {}
   }
+  let budget = MAX_IMAGE_TOTAL;
   try {
     const after = images();
     for (const p of [...after.keys()].sort()) {
       if (display.length >= MAX_IMAGES) break;
       if (before.get(p) === after.get(p)) continue;
       const data = readImage(p);
-      if (data === null) continue;
+      if (data === null || data.length > budget) continue;
+      budget -= data.length;
       display.push({ mime: IMAGE_TYPES[path.extname(p).toLowerCase()], data: data.toString('base64'), path: path.normalize(p) });
     }
   } catch (_) {}

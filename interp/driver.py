@@ -21,6 +21,7 @@ MARK = "\x1ecoderunner-result "
 MAX_VALUE = 1 << 20
 MAX_IMAGE = 8 << 20
 MAX_IMAGES = 16
+MAX_IMAGE_TOTAL = 16 << 20
 MAX_SCAN = 2000
 IMAGE_TYPES = {".png": "image/png", ".svg": "image/svg+xml"}
 
@@ -103,6 +104,10 @@ def _read_image(path):
     return data
 
 
+# _budget is what the images of the current cell may still take.
+_budget = [MAX_IMAGE_TOTAL]
+
+
 def _figures(display):
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
@@ -118,7 +123,11 @@ def _figures(display):
         try:
             buf = io.BytesIO()
             plt.figure(num).savefig(buf, format="png")
-            display.append({"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode()})
+            data = buf.getvalue()
+            if len(data) > min(MAX_IMAGE, _budget[0]):
+                continue
+            _budget[0] -= len(data)
+            display.append({"mime": "image/png", "data": base64.b64encode(data).decode()})
         except Exception:
             pass
     try:
@@ -174,6 +183,7 @@ def main():
         before = _images()
         value, error, interrupted = None, None, False
         display = []
+        _budget[0] = MAX_IMAGE_TOTAL
         with _lock:
             _running["nonce"] = nonce
         try:
@@ -200,8 +210,9 @@ def main():
                 if before.get(path) == after[path]:
                     continue
                 data = _read_image(path)
-                if data is None:
+                if data is None or len(data) > _budget[0]:
                     continue
+                _budget[0] -= len(data)
                 mime = IMAGE_TYPES[os.path.splitext(path)[1].lower()]
                 display.append({"mime": mime, "data": base64.b64encode(data).decode(),
                                 "path": os.path.normpath(path)})

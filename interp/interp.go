@@ -54,9 +54,10 @@ const mark = "\x1ecoderunner-result "
 const (
 	DefaultGrace    = 2 * time.Second
 	DefaultLifetime = time.Hour
-	// maxAnswer bounds the driver's answer line: a value of at most 1 MiB
-	// and at most 16 images of 8 MiB, in base64.
-	maxAnswer = 200 << 20
+	// maxAnswer bounds the driver's answer line: a value and a JSON
+	// display of at most 1 Mi characters each (6 bytes each escaped), and
+	// images of at most 16 MiB together, in base64.
+	maxAnswer = 40 << 20
 	// maxLifeOutput bounds what one interpreter writes over its life, the
 	// most a sandbox allows; past it the interpreter is ended and the next
 	// call starts another.
