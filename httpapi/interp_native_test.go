@@ -125,7 +125,9 @@ func TestNativeInterpreterCallLatency(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
 	}
+	start := time.Now()
 	post("x = 0")
+	t.Logf("the first cell, which starts the interpreter: %v", time.Since(start))
 	var d []time.Duration
 	for range 200 {
 		start := time.Now()
