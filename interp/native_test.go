@@ -381,3 +381,35 @@ func TestNativeDriverNotReading(t *testing.T) {
 		t.Fatalf("after: %+v value %s", res, value(res))
 	}
 }
+
+// signalWriter closes seen at its first write.
+type signalWriter struct {
+	seen chan struct{}
+	once bool
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if !w.once {
+		w.once = true
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+// A caller that leaves during a cell has the cell interrupted; the
+// interpreter and its state stay.
+func TestNativeCallerGone(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &signalWriter{seen: make(chan struct{})}
+	go func() { <-w.seen; cancel() }()
+	id := "a"
+	_, err := e.store.Execute(ctx, nil, execute.Request{Language: "python", SessionID: &id, Mode: execute.ModeInterpreter,
+		Code: "import time\nkept = 3\nprint('started', flush=True)\ntime.sleep(600)", Stdout: w})
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("a cell whose caller left: %v", err)
+	}
+	if res := e.cell("a", "kept", execute.ExecutionLimits{}); value(res) != "3" || res.Restarted {
+		t.Fatalf("after: %+v value %s", res, value(res))
+	}
+}
