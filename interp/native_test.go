@@ -15,6 +15,7 @@ import (
 	"github.com/coderunner/coderunner/interp"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
+	_ "github.com/coderunner/coderunner/sandbox/bwrap"
 	_ "github.com/coderunner/coderunner/sandbox/native"
 	"github.com/coderunner/coderunner/session"
 )
@@ -26,23 +27,27 @@ type env struct {
 	store *session.Store
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvOn(t, "native") }
+
+// newEnvOn is newEnv on the named backend.
+func newEnvOn(t *testing.T, name string) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
-	b, err := backend.Open(context.Background(), "native", backend.Options{})
-	testutil.Require(t, err == nil, "the native backend does not work here")
+	b, err := backend.Open(context.Background(), name, backend.Options{})
+	testutil.Require(t, err == nil, "the "+name+" backend does not work here")
 	if c, ok := b.(io.Closer); ok {
 		t.Cleanup(func() { _ = c.Close() })
 	}
 	l, _ := lang.Default().Lookup("python")
 	tc := l.Discover(context.Background())
 	testutil.Require(t, tc.Available, "python is not available: "+tc.Reason)
-	store, err := session.Open(session.Options{Dir: t.TempDir(), MaxBytes: 64 * sandbox.MiB})
+	// Directories the backend's own users reach (bwrap runs as another).
+	store, err := session.Open(session.Options{Dir: testutil.ReachableDir(t, "interp-sessions-"), MaxBytes: 64 * sandbox.MiB})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	ex := execute.New(b, lang.Default(), execute.Options{TempDir: t.TempDir()})
+	ex := execute.New(b, lang.Default(), execute.Options{TempDir: testutil.ReachableDir(t, "interp-runs-")})
 	store.SetInterpreter(interp.New(ex, interp.Options{Backend: b.Name()}))
 	return &env{t: t, store: store}
 }
@@ -411,5 +416,26 @@ func TestNativeCallerGone(t *testing.T) {
 	}
 	if res := e.cell("a", "kept", execute.ExecutionLimits{}); value(res) != "3" || res.Restarted {
 		t.Fatalf("after: %+v value %s", res, value(res))
+	}
+}
+
+// The interpreter mode on the bwrap backend: state kept, an interrupt
+// that keeps it, and a second language.
+func TestBwrapInterpreter(t *testing.T) {
+	e := newEnvOn(t, "bwrap")
+	requireNode(t)
+	e.cell("a", "x = 1", execute.ExecutionLimits{})
+	if res := e.cell("a", "x + 1", execute.ExecutionLimits{}); value(res) != "2" {
+		t.Fatalf("x + 1: %+v value %s", res, value(res))
+	}
+	res := e.cell("a", "import time\nwhile True:\n    time.sleep(0.01)", execute.ExecutionLimits{TimeLimit: 1})
+	if res.Status != execute.StatusTimeout || !strings.Contains(res.Message(), "state is kept") {
+		t.Fatalf("timeout: %+v %s", res, res.Message())
+	}
+	if res := e.cell("a", "x", execute.ExecutionLimits{}); value(res) != "1" || res.Restarted {
+		t.Fatalf("after: %+v value %s", res, value(res))
+	}
+	if res := e.jsCell("b", "[1, 2].length", execute.ExecutionLimits{}); value(res) != "2" {
+		t.Fatalf("javascript: %+v value %s", res, value(res))
 	}
 }
