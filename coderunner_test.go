@@ -429,6 +429,11 @@ func TestSandboxProcessIsolation(t *testing.T) {
 			t.Errorf("JSON lacks %q: %s", k, b)
 		}
 	}
+	var back IsolatedResult
+	if err := json.Unmarshal(b, &back); err != nil || back.Result == nil || back.Stdout != res.Stdout ||
+		back.Isolation.Backend != "native" || len(back.Isolation.Checks) != len(res.Isolation.Checks) {
+		t.Errorf("read back: %v %+v", err, back)
+	}
 }
 
 // TestCheckDockerAvailable points DOCKER_HOST at a fake engine that only
@@ -639,5 +644,41 @@ func TestOutputWritersApart(t *testing.T) {
 	}
 	if !slices.Equal(a.got, []string{"o"}) || !slices.Equal(b.got, []string{"e"}) {
 		t.Errorf("stdout writer %q, stderr writer %q", a.got, b.got)
+	}
+}
+
+// TestInterpreterSession is the Go API of the interpreter mode: state
+// kept, the last expression's value, restart, and the refusals.
+func TestInterpreterSession(t *testing.T) {
+	c := newRunner(t)
+	requireLang(t, c, "python")
+	ctx := context.Background()
+	cell := func(code string) *Result {
+		t.Helper()
+		res, err := c.ExecuteCode(ctx, "python", code, WithSession("nb"), WithInterpreter())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	cell("x = 1")
+	cell("x += 1")
+	if res := cell("x"); res.Value == nil || *res.Value != "2" || res.Status != StatusSuccess {
+		t.Fatalf("x: %+v", res)
+	}
+	if err := c.RestartInterpreter(ctx, "nb"); err != nil {
+		t.Fatal(err)
+	}
+	if res := cell("'x' in dir()"); res.Value == nil || *res.Value != "False" {
+		t.Fatalf("after restart: %+v", res)
+	}
+	if err := c.RestartInterpreter(ctx, "none"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("restart of no session: %v", err)
+	}
+	if _, err := c.ExecuteCode(ctx, "python", "1", WithInterpreter()); !errors.Is(err, ErrInvalidMode) {
+		t.Fatalf("no session: %v", err)
+	}
+	if _, err := c.ExecuteCode(ctx, "python", "1", WithInterpreter(), WithSession("nb"), WithStdin("x")); !errors.Is(err, ErrInvalidMode) {
+		t.Fatalf("stdin: %v", err)
 	}
 }

@@ -25,6 +25,9 @@ var (
 	// ErrInvalidSessionID: the session id does not match
 	// ^[A-Za-z0-9_-]{1,64}$.
 	ErrInvalidSessionID = execute.ErrInvalidSessionID
+	// ErrInvalidMode: WithInterpreter without WithSession, in a language
+	// other than Python and JavaScript, or with what a cell does not take.
+	ErrInvalidMode = execute.ErrInvalidMode
 	// ErrInvalidOption: the program arguments, compiler flags or
 	// environment break a rule (WithArgs, WithCompilerFlags, WithEnv);
 	// the error is a *lang.OptionError naming the field.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/session"
 )
 
 // Result is the outcome of one execution; its JSON is the object /v1/run
@@ -65,6 +66,7 @@ type call struct {
 
 	args, compilerFlags []string
 	env                 map[string]string
+	interpreter         bool
 }
 
 // WithStdin gives the program s as its standard input (default: empty).
@@ -84,6 +86,18 @@ func WithSession(id string) Option { return func(c *call) { c.session = &id } }
 // configuration's sessions.max_idle_timeout, a day by default). Later
 // calls that give none keep it.
 func WithSessionTTL(d time.Duration) Option { return func(c *call) { c.sessionTTL = d } }
+
+// WithInterpreter runs code as a cell of the live Python or JavaScript
+// interpreter of the session WithSession names (needed), which keeps
+// variables, imports and definitions from one call to the next: the
+// Result's Value is the repr of the cell's last expression (nil after a
+// statement; in JavaScript its completion value), its Display
+// the figures and PNG/SVG files the cell made. A cell over its time limit
+// is interrupted and the interpreter's state kept; one that does not stop
+// ends its interpreter, and the next call's Result has Restarted set. A
+// cell takes no stdin, files, arguments, compiler flags or environment
+// (ErrInvalidMode). RestartInterpreter starts the session's anew.
+func WithInterpreter() Option { return func(c *call) { c.interpreter = true } }
 
 // WithOutput streams the program's stdout and stderr to the writers as it
 // runs, in addition to the copies in the Result; a nil writer streams
@@ -195,7 +209,29 @@ func (c *CodeRunner) request(language, code string, limits ExecutionLimits, opts
 		Args:          a.args,
 		CompilerFlags: a.compilerFlags,
 		Env:           a.env,
+		Mode:          mode(a.interpreter),
 	}
+}
+
+func mode(interpreter bool) string {
+	if interpreter {
+		return execute.ModeInterpreter
+	}
+	return ""
+}
+
+// Display is one image a cell showed (Result.Display).
+type Display = execute.Display
+
+// RestartInterpreter ends the interpreter of session id (WithInterpreter),
+// after the call running in it; its files stay and the next call starts a
+// fresh interpreter. It fails with ErrSessionNotFound for an unknown
+// session.
+func (c *CodeRunner) RestartInterpreter(ctx context.Context, id string) error {
+	if c.parts.Sessions == nil {
+		return session.ErrDisabled
+	}
+	return c.parts.Sessions.Restart(ctx, id)
 }
 
 // refused is the Result of a request that did not run: status

@@ -1,7 +1,9 @@
 package coderunner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/coderunner/coderunner/sandbox"
 )
@@ -77,4 +79,38 @@ func (c *CodeRunner) isolation() Isolation {
 		Warnings: append([]string{}, c.probe.Warnings...),
 	}
 	return iso
+}
+
+// MarshalJSON writes the result's object with "isolation" added: the
+// embedded Result's own MarshalJSON would leave it out.
+func (r IsolatedResult) MarshalJSON() ([]byte, error) {
+	iso, err := json.Marshal(r.Isolation)
+	if err != nil {
+		return nil, err
+	}
+	if r.Result == nil {
+		return append(append([]byte(`{"isolation":`), iso...), '}'), nil
+	}
+	b, err := json.Marshal(r.Result)
+	if err != nil {
+		return nil, err
+	}
+	b = append(bytes.TrimSuffix(b, []byte("}")), `,"isolation":`...)
+	return append(append(b, iso...), '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *IsolatedResult) UnmarshalJSON(b []byte) error {
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	var iso struct {
+		Isolation Isolation `json:"isolation"`
+	}
+	if err := json.Unmarshal(b, &iso); err != nil {
+		return err
+	}
+	r.Result, r.Isolation = &res, iso.Isolation
+	return nil
 }

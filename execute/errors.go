@@ -20,4 +20,8 @@ var (
 	ErrInvalidSessionID = errors.New("invalid session_id")
 	// ErrInvalidArtifacts: the artifacts options are out of range.
 	ErrInvalidArtifacts = errors.New("invalid artifacts options")
+	// ErrInvalidMode: the mode is unknown, or the request does not fit
+	// it (an interpreter's cell needs a session_id, Python, and no files,
+	// stdin or program options).
+	ErrInvalidMode = errors.New("invalid mode")
 )

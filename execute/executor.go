@@ -111,6 +111,10 @@ type Request struct {
 	// copy in the Result. A compiler's output goes to Stderr when the
 	// compilation fails.
 	Stdout, Stderr io.Writer
+	// Mode is "" for a program run once, or ModeInterpreter: Code is a
+	// cell run in the live interpreter of the session SessionID names
+	// (package interp), which keeps its variables between calls.
+	Mode string
 }
 
 // Executor runs requests in one sandbox backend with one language table.

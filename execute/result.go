@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/coderunner/coderunner/sandbox"
@@ -81,6 +82,68 @@ type Result struct {
 	// sandbox failed. It tells apart what Status groups together, such as
 	// a non-zero exit and a memory kill.
 	Verdict sandbox.Status `json:"-"`
+
+	// Interpreter marks the result of a cell run in a session's
+	// interpreter (Request.Mode ModeInterpreter): its JSON adds "value"
+	// and "display", and "restarted" when true.
+	Interpreter bool `json:"-"`
+	// Value is the repr of the cell's last expression; nil when the cell
+	// ends with a statement or the expression is None.
+	Value *string `json:"-"`
+	// Display is what the cell showed: figures and the PNG and SVG files
+	// it wrote.
+	Display []Display `json:"-"`
+	// Restarted is true when the session's interpreter was started anew
+	// for this call, its state lost: the previous one was killed (a cell
+	// that would not stop, a memory limit) or restarted on request.
+	Restarted bool `json:"-"`
+}
+
+// Display is one rich output of a cell: MIME is its type ("image/png",
+// "image/svg+xml", "text/plain"), Data its content, in standard base64
+// for a binary type.
+type Display struct {
+	MIME string `json:"mime"`
+	Data string `json:"data"`
+}
+
+// MarshalJSON writes the result's object, with "value", "display" and
+// "restarted" for an interpreter's cell.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	if !r.Interpreter {
+		return json.Marshal(plain(r))
+	}
+	d := r.Display
+	if d == nil {
+		d = []Display{}
+	}
+	return json.Marshal(struct {
+		plain
+		Value     *string   `json:"value"`
+		Display   []Display `json:"display"`
+		Restarted bool      `json:"restarted,omitempty"`
+	}{plain(r), r.Value, d, r.Restarted})
+}
+
+// UnmarshalJSON reads a result's object; one with "display" is an
+// interpreter's cell.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	var x struct {
+		plain
+		Value     *string    `json:"value"`
+		Display   *[]Display `json:"display"`
+		Restarted bool       `json:"restarted"`
+	}
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*r = Result(x.plain)
+	if x.Display != nil {
+		r.Interpreter, r.Value, r.Display, r.Restarted = true, x.Value, *x.Display, x.Restarted
+	}
+	return nil
 }
 
 // The steps of an execution, for Result.Stage.

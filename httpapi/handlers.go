@@ -14,6 +14,7 @@ import (
 
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/strictjson"
+	"github.com/coderunner/coderunner/interp"
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
@@ -138,6 +139,9 @@ type runRequest struct {
 	Timeout   *float64                `json:"timeout"`
 	SessionID *string                 `json:"session_id"`
 	Limits    execute.ExecutionLimits `json:"limits"`
+	// Mode "interpreter" runs the code as a cell of the session's live
+	// interpreter.
+	Mode string `json:"mode"`
 	// SessionTTLSeconds sets the idle timeout of the session.
 	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
 
@@ -164,6 +168,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID,
 		Files: rr.Files, Entry: rr.Entry, Artifacts: rr.Artifacts}
 	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
+	req.Mode = rr.Mode
 	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
 		req.Limits.TimeLimit = *rr.Timeout
 	}
@@ -243,7 +248,16 @@ func precheckRun(req execute.Request) error {
 	if strings.TrimSpace(req.Language) == "" {
 		return fmt.Errorf("%w: language is required", lang.ErrUnknownLanguage)
 	}
-	return nil
+	switch req.Mode {
+	case "":
+		return nil
+	case execute.ModeInterpreter:
+		if req.SessionID == nil {
+			return fmt.Errorf("%w: %q needs a session_id: the session keeps the interpreter", execute.ErrInvalidMode, req.Mode)
+		}
+		return interp.Check(req)
+	}
+	return fmt.Errorf("%w %q: it is either absent or %q", execute.ErrInvalidMode, req.Mode, execute.ModeInterpreter)
 }
 
 // refuseRun answers a refused /v1/run request naming the field.
@@ -259,6 +273,8 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 		field, err = fe.Field, errors.New(fe.Reason)
 	case errors.Is(err, execute.ErrInvalidArtifacts):
 		field = "artifacts"
+	case errors.Is(err, execute.ErrInvalidMode):
+		field = "mode"
 	case errors.As(err, &le):
 		field = "limits." + le.Field
 		if le.Field == "time_limit" && viaTimeout {

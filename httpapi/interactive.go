@@ -310,6 +310,10 @@ func (in *interactive) request(data []byte) (req execute.Request, viaTimeout, ok
 		in.refuse(http.StatusBadRequest, CodeBadRequest, err.Error())
 		return req, false, false
 	}
+	if rr.Mode != "" {
+		in.refuse(http.StatusBadRequest, CodeBadRequest, "mode: an interactive run is a program fed stdin; a cell of an interpreter (mode \"interpreter\") takes none: use POST /v1/run")
+		return req, false, false
+	}
 	req = execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
 	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
 	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {

@@ -260,6 +260,7 @@ func TestInteractiveBadMessages(t *testing.T) {
 		{"empty code", websocket.MessageText, `{"language":"python","code":""}`, CodeBadRequest},
 		{"unknown language", websocket.MessageText, `{"language":"cobol","code":"x"}`, CodeBadRequest},
 		{"two documents", websocket.MessageText, `{"language":"python","code":"x"}{}`, CodeBadRequest},
+		{"interpreter mode", websocket.MessageText, `{"language":"python","code":"x","session_id":"a","mode":"interpreter"}`, CodeBadRequest},
 	}
 	for _, tc := range before {
 		c, _, err := wsDial(t, ts, nil)

@@ -358,6 +358,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, "/v1/sessions", s.handleListSessions, false, false},
 		{http.MethodGet, "/v1/sessions/{id}", s.handleGetSession, false, false},
 		{http.MethodDelete, "/v1/sessions/{id}", s.handleDeleteSession, false, false},
+		{http.MethodPost, "/v1/sessions/{id}/restart", s.handleRestartSession, false, false},
 		{http.MethodGet, "/v1/sessions/{id}/files", s.handleListFiles, false, false},
 		{http.MethodGet, "/v1/sessions/{id}/files/{path...}", s.handleGetFile, false, false},
 		{http.MethodPut, "/v1/sessions/{id}/files/{path...}", s.handlePutFile, false, false},

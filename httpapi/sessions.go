@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -36,6 +37,45 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
 	default:
 		s.log.Error("unable to delete a session", "event", "session_delete_failed", "request_id", requestID(r.Context()), "error", err)
+		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
+	}
+}
+
+// restarter restarts a session's interpreter; *session.Store is one.
+type restarter interface {
+	Restart(ctx context.Context, id string) error
+}
+
+// handleRestartSession is POST /v1/sessions/{id}/restart: the session's
+// interpreter is ended (its variables lost, its files kept) and the next
+// call in the interpreter mode starts a fresh one.
+func (s *Server) handleRestartSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := execute.ValidateSessionID(id); err != nil {
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+		return
+	}
+	rs, ok := s.sessions.(restarter)
+	if s.sessions == nil || !ok {
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+errNoSessions.Error())
+		return
+	}
+	err := rs.Restart(r.Context(), id)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, session.ErrInvalidID):
+		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
+	case errors.Is(err, session.ErrExpired):
+		writeError(w, r, http.StatusNotFound, CodeSessionExpired, "id: "+err.Error())
+	case errors.Is(err, session.ErrNotFound):
+		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
+	case errors.Is(err, session.ErrClosed):
+		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	case r.Context().Err() != nil:
+		s.cancelled(w, r)
+	default:
+		s.log.Error("unable to restart a session", "event", "session_restart_failed", "request_id", requestID(r.Context()), "error", err)
 		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
 	}
 }

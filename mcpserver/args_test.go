@@ -22,7 +22,7 @@ func TestDecodeArgs(t *testing.T) {
 		{`{"memory_limit":1.5}`, `argument "memory_limit" must be an integer, not a number 1.5`},
 		{`{"session_id":["a"]}`, `argument "session_id" must be a string, not an array`},
 		{`{"Language":"python"}`, ""},
-		{`{"extra":1}`, `unknown argument "extra" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, session_id, session_ttl_seconds, stdin, timeout)`},
+		{`{"extra":1}`, `unknown argument "extra" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, mode, session_id, session_ttl_seconds, stdin, timeout)`},
 	}
 	for _, tt := range tests {
 		var a executeArgs

@@ -62,6 +62,10 @@ func (f *fakeRunner) Execute(ctx context.Context, req execute.Request) (*execute
 		f.started <- struct{}{}
 		<-f.gate
 		res.Stdout = "gated\n"
+	case req.Mode == execute.ModeInterpreter:
+		v := "'" + code + "'"
+		res.Interpreter, res.Value = true, &v
+		res.Display = []execute.Display{{MIME: "image/png", Data: "iVBORw0K"}}
 	case code == "block":
 		f.started <- struct{}{}
 		<-ctx.Done()
@@ -359,7 +363,7 @@ func TestExecuteCodeErrors(t *testing.T) {
 		{"timeout low", map[string]any{"language": "python", "code": "x", "timeout": 0}, `argument "timeout": 0 must be between 1 and 300 seconds`},
 		{"memory", map[string]any{"language": "python", "code": "x", "memory_limit": 8}, `argument "memory_limit": 8 must be between 16 and 8192 MB`},
 		{"session", map[string]any{"language": "python", "code": "x", "session_id": "../../etc"}, `argument "session_id": invalid session_id`},
-		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, session_id, session_ttl_seconds, stdin, timeout)`},
+		{"unknown argument", map[string]any{"lang": "python", "code": "x"}, `unknown argument "lang" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, mode, session_id, session_ttl_seconds, stdin, timeout)`},
 		{"ttl without session", map[string]any{"language": "python", "code": "x", "session_ttl_seconds": 60}, `argument "session_ttl_seconds" needs a session_id`},
 		{"ttl zero", map[string]any{"language": "python", "code": "x", "session_id": "s", "session_ttl_seconds": 0}, `argument "session_ttl_seconds": 0 must be at least 1`},
 		{"ttl fraction", map[string]any{"language": "python", "code": "x", "session_id": "s", "session_ttl_seconds": 1.5}, `argument "session_ttl_seconds" must be an integer`},

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/interp"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/multifile"
@@ -118,6 +120,8 @@ func (s *Server) executeSchema() map[string]any {
 				"description": "Memory limit of the program and its children, in MB."},
 			"session_id": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
 				"description": "Session to run in: files written in /workspace stay for the next call with the same session_id; processes, /tmp and memory are fresh each call. Idle sessions end after a while (30 minutes by default). Omit for a throwaway workspace."},
+			"mode": map[string]any{"type": "string", "enum": []string{execute.ModeInterpreter},
+				"description": "\"interpreter\": run code as a cell of the session's live Python or JavaScript interpreter (session_id required), which keeps variables, imports and definitions between calls; the result adds value (the repr of the last expression, or null) and display (figures and PNG/SVG files the cell wrote, also returned as image content), and restarted when the interpreter had to be started anew. A cell over its timeout is interrupted and the state kept. Omit to run a program once."},
 			"session_ttl_seconds": map[string]any{"type": "integer", "minimum": 1,
 				"description": "How long the session (session_id, required) may stay idle before it ends and its files are removed, in seconds; kept for later calls that give none. At most the server's maximum (a day by default)."},
 
@@ -241,6 +245,7 @@ type executeArgs struct {
 	Timeout     *float64 `json:"timeout"`
 	MemoryLimit *int     `json:"memory_limit"`
 	SessionID   *string  `json:"session_id"`
+	Mode        string   `json:"mode"`
 	// SessionTTLSeconds sets the idle timeout of the session.
 	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
 
@@ -303,9 +308,20 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 	}
 	req := execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl,
 		Files: a.Files, Entry: a.Entry, Artifacts: a.Artifacts,
-		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env}
+		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env, Mode: a.Mode}
 	if _, err := execute.CheckRequest(req); err != nil {
 		return execute.Request{}, argumentError(err)
+	}
+	switch {
+	case a.Mode == "":
+	case a.Mode != execute.ModeInterpreter:
+		return execute.Request{}, fmt.Errorf("argument \"mode\": %q is not a mode; use %q or omit it", a.Mode, execute.ModeInterpreter)
+	case a.SessionID == nil:
+		return execute.Request{}, errors.New("argument \"mode\": \"interpreter\" needs a session_id: the session keeps the interpreter")
+	default:
+		if err := interp.Check(req); err != nil {
+			return execute.Request{}, fmt.Errorf("argument \"mode\": %w", err)
+		}
 	}
 	return req, nil
 }
@@ -332,7 +348,24 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 		return toolError(argumentError(err)), nil
 	}
-	return structured(res, executeSummary(res), res.Status == execute.StatusSetupError)
+	out, err := structured(res, executeSummary(res), res.Status == execute.StatusSetupError)
+	if err == nil {
+		out.Content = append(out.Content, images(res)...)
+	}
+	return out, err
+}
+
+// images are the images a cell showed, as image content.
+func images(res *execute.Result) []mcp.Content {
+	var c []mcp.Content
+	for _, d := range res.Display {
+		data, err := base64.StdEncoding.DecodeString(d.Data)
+		if err != nil || !strings.HasPrefix(d.MIME, "image/") {
+			continue
+		}
+		c = append(c, &mcp.ImageContent{MIMEType: d.MIME, Data: data})
+	}
+	return c
 }
 
 // executeSummary is the first line of execute_code's text.
@@ -348,6 +381,21 @@ func executeSummary(res *execute.Result) string {
 	}
 	if res.SessionID != nil {
 		fmt.Fprintf(&b, "; session %s", *res.SessionID)
+	}
+	if res.Interpreter {
+		if res.Value != nil {
+			v := *res.Value
+			if len(v) > 200 {
+				v = v[:200] + "…"
+			}
+			fmt.Fprintf(&b, "; value %s", v)
+		}
+		if n := len(res.Display); n > 0 {
+			fmt.Fprintf(&b, "; %d image(s)", n)
+		}
+		if res.Restarted {
+			b.WriteString("; the interpreter restarted")
+		}
 	}
 	if n := len(res.Artifacts); n > 0 {
 		fmt.Fprintf(&b, "; %d file(s) written", n)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -163,6 +164,9 @@ type Store struct {
 	// root in the tests).
 	inKeeper bool
 
+	// interp runs the cells of interpreter sessions (SetInterpreter).
+	interp Interpreter
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	reaper   sync.WaitGroup
@@ -194,6 +198,9 @@ type entry struct {
 	busy    int
 	ended   bool
 	mounted bool
+	// attached is what runs on in the session between its calls (its
+	// interpreter), closed when the session ends.
+	attached io.Closer
 }
 
 // Open creates the Store's instance directory under opts.Dir, removes the
@@ -265,6 +272,23 @@ func (l *Lease) Dir() string { return l.e.dir }
 
 // ID is the session's id.
 func (l *Lease) ID() string { return l.e.id }
+
+// Attached returns what Attach left with the session, or nil.
+func (l *Lease) Attached() io.Closer {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.e.attached
+}
+
+// Attach leaves c with the session until its next call: something that
+// lives on between calls, such as its interpreter. The session closes it
+// when it ends (deleted, expired, or the Store closed), before its
+// workspace is removed. It replaces, without closing, what was attached.
+func (l *Lease) Attach(c io.Closer) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	l.e.attached = c
+}
 
 // Acquire starts the session id if it is new and waits until no other call
 // runs in it. It fails when the id is invalid, a cap is reached
@@ -575,6 +599,16 @@ func (s *Store) endLocked(e *entry) bool {
 
 // destroy removes e's workspace. e is out of the map and unused.
 func (s *Store) destroy(e *entry) {
+	s.mu.Lock()
+	a := e.attached
+	e.attached = nil
+	s.mu.Unlock()
+	if a != nil {
+		// Its process ends before its workspace goes.
+		if err := a.Close(); err != nil {
+			s.log.Warn("unable to end what ran in a session", "session_id", e.id, "error", err)
+		}
+	}
 	switch {
 	case e.kept != nil:
 		// Unmounted in the keeper's namespace; the directory beneath,

@@ -13,6 +13,7 @@ import (
 	"github.com/coderunner/coderunner/execute"
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/interp"
 	"github.com/coderunner/coderunner/invoke"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
@@ -181,6 +182,9 @@ func Open(ctx context.Context, opts Options) (_ *Parts, retErr error) {
 			return nil, &Error{Part: PartSessions, Err: err}
 		}
 		p.Sessions = s
+		if p.Executor != nil {
+			s.SetInterpreter(interp.New(p.Executor, interp.Options{Backend: p.Backend.Name(), Logger: log}))
+		}
 	}
 	if opts.Engine {
 		p.Engine, p.EngineErr = runner.New(p.Backend, p.Languages, runner.Options{

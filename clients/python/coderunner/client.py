@@ -560,6 +560,32 @@ class Sandbox:
                            session_id=self.session_id, session_ttl=self.idle_timeout)
         return RunResult.from_json(c._json("POST", "/v1/run", p, timeout=c._run_timeout(timeout)))
 
+    def run_cell(
+        self,
+        code: str,
+        language: str = "python",
+        *,
+        timeout: Optional[float] = None,
+        limits: Optional[Mapping[str, Any]] = None,
+    ) -> RunResult:
+        """Run ``code`` as a cell of the session's live interpreter (Python or
+        JavaScript): variables, imports and definitions stay for the next
+        cell. The result's ``value`` is the repr of the last expression (None
+        after a statement), ``display`` its images (:meth:`RunResult.images`);
+        ``restarted`` says the interpreter was started anew. A cell over its
+        ``timeout`` is interrupted and the variables kept.
+        """
+        c = self.client
+        p = c._run_payload(code, language, timeout=timeout, limits=limits,
+                           session_id=self.session_id, session_ttl=self.idle_timeout)
+        p["mode"] = "interpreter"
+        return RunResult.from_json(c._json("POST", "/v1/run", p, timeout=c._run_timeout(timeout)))
+
+    def restart(self) -> None:
+        """End the session's interpreter, keeping its files: the next cell
+        starts a fresh one. NotFound when the session has not started."""
+        self.client._request("POST", self._base() + "/restart", ok=(204,)).read()
+
     def stream(self, code: str, language: str, **kwargs: Any) -> Iterator[Union[Chunk, RunResult]]:
         """As :meth:`Client.stream`, in the session's workspace."""
         kwargs.setdefault("session_ttl", self.idle_timeout)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
 __all__ = [
     "RunResult",
@@ -79,11 +79,22 @@ class RunResult(_Model):
     warnings: List[str] = field(default_factory=list)
     error: Optional[Dict[str, Any]] = None
     """Set on a streamed result when the run was refused or cut short after the stream started."""
+    value: Optional[str] = None
+    """A cell's (:meth:`Sandbox.run_cell`): the repr of its last expression, or None."""
+    display: List[Dict[str, Any]] = field(default_factory=list)
+    """A cell's images, each ``{"mime", "data"}`` with data in base64 (see :meth:`images`)."""
+    restarted: bool = False
+    """A cell's: its session's interpreter was started anew, its variables lost."""
 
     @property
     def ok(self) -> bool:
         """The program ran and exited 0."""
         return self.status == "success"
+
+    def images(self) -> List[Tuple[str, bytes]]:
+        """A cell's images as ``(mime, bytes)``, in the order shown."""
+        return [(d["mime"], base64.b64decode(d["data"], validate=True)) for d in self.display
+                if isinstance(d, Mapping) and isinstance(d.get("mime"), str) and isinstance(d.get("data"), str)]
 
     def artifact_content(self, path: str) -> Optional[bytes]:
         """The bytes of a file the program left, when the run asked for

@@ -121,6 +121,23 @@ class LiveTest(unittest.TestCase):
             self.client.session(sb.session_id)
         sb.close()  # a second close is fine
 
+    def test_interpreter(self) -> None:
+        with self.client.sandbox() as sb:
+            self.assertIsNone(sb.run_cell("x = 1").value)
+            sb.run_cell("x += 1")
+            r = sb.run_cell("print('hi')\nx")
+            self.assertEqual((r.value, r.stdout, r.status, r.restarted), ("2", "hi\n", "success", False), r)
+            r = sb.run_cell("open('dot.png', 'wb').write(b'\\x89PNG')")
+            self.assertEqual(r.images(), [("image/png", b"\x89PNG")])
+            r = sb.run_cell("import time\nwhile True:\n    time.sleep(0.01)", timeout=1)
+            self.assertEqual(r.status, "timeout")
+            self.assertEqual(sb.run_cell("x").value, "2")
+            sb.restart()
+            self.assertEqual(sb.run_cell("'x' in dir()").value, "False")
+            self.assertEqual(sb.run_cell("[1, 2].length", "javascript").value, "2")
+            with self.assertRaises(BadRequest):
+                sb.run_cell("1", "c")
+
     def test_program_files(self) -> None:
         r = self.client.run("", "python", entry="app/main.py", artifacts={"include_content": True}, files=[
             {"path": "app/main.py", "content": "import helper, os\n"
