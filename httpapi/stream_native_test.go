@@ -39,6 +39,15 @@ func nativeStreamServer(t testing.TB) *httptest.Server {
 		t.Fatal(err)
 	}
 	s.SetReady()
+	// After the server closes, and before the temporary directory goes:
+	// a handler whose connection was taken over (a WebSocket) may still
+	// be removing its run's workspace, which would make the directory
+	// busy.
+	t.Cleanup(func() {
+		if !waitTimeout(&s.inflight, 30*time.Second) {
+			t.Error("a run was still going 30 s after the test")
+		}
+	})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return ts
