@@ -179,6 +179,7 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 		// A request that names a session is refused (ErrDisabled) when
 		// sessions are off.
 		Runner:            parts.Runner(),
+		Languages:         parts.Languages.IDs(),
 		Logger:            log,
 		APITokens:         cfg.Server.APITokens(),
 		APIKeys:           apiKeys(cfg.Server.Keys()),
