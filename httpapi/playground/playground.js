@@ -54,28 +54,36 @@ function appendOutput(stream, text) {
   $("output").appendChild(span);
 }
 
-// showDisplay shows a result's displayed images: PNG and JPEG arrive in
-// base64, SVG as text. An SVG in an <img> runs no script.
+// showDisplay shows what a notebook cell displayed: images arrive in
+// base64 and become data: URLs (an SVG in an <img> runs no script);
+// JSON and plain text are written as text.
 function showDisplay(items) {
   const box = $("display");
+  const images = ["image/png", "image/jpeg", "image/gif", "image/svg+xml"];
   for (const d of items || []) {
-    if (typeof d.data !== "string") continue;
-    let src = null;
-    if (d.mime === "image/png" || d.mime === "image/jpeg" || d.mime === "image/gif") {
-      if (!/^[A-Za-z0-9+/=\s]*$/.test(d.data)) continue;
-      src = "data:" + d.mime + ";base64," + d.data;
-    } else if (d.mime === "image/svg+xml") {
-      src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(d.data);
-    } else if (d.mime === "text/plain") {
-      appendOutput("stdout", d.data);
+    if (!d || typeof d.data !== "string") continue;
+    if (d.mime === "text/plain" || d.mime === "application/json") {
+      appendOutput("stdout", d.data + "\n");
       continue;
     }
-    if (!src) continue;
+    if (!images.includes(d.mime) || !/^[A-Za-z0-9+/=\s]*$/.test(d.data)) continue;
     const img = document.createElement("img");
     img.alt = "Displayed " + d.mime + " image";
-    img.src = src;
+    img.src = "data:" + d.mime + ";base64," + d.data.replace(/\s/g, "");
     box.appendChild(img);
   }
+}
+
+// notebookSession is this tab's interpreter session id.
+function notebookSession() {
+  let id = sessionStorage.getItem("coderunner.session");
+  if (!id) {
+    const b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    id = "playground-" + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    sessionStorage.setItem("coderunner.session", id);
+  }
+  return id;
 }
 
 function showResult(r) {
@@ -84,6 +92,7 @@ function showResult(r) {
   if (typeof r.execution_time === "number") s += ", " + r.execution_time.toFixed(3) + " s";
   if (r.error_message) s += " — " + r.error_message;
   if (r.truncated) s += " (output truncated)";
+  if (r.value != null) appendOutput("stdout", "⇒ " + r.value + "\n");
   setStatus(s);
   showDisplay(r.display);
 }
@@ -120,6 +129,17 @@ function request() {
   return req;
 }
 
+// runRequest is the /v1/run body: in notebook mode a cell of this tab's
+// interpreter session.
+function runRequest() {
+  const req = request();
+  if ($("notebook").checked) {
+    req.mode = "interpreter";
+    req.session_id = notebookSession();
+  }
+  return req;
+}
+
 async function run() {
   if (running) return;
   $("output").replaceChildren();
@@ -131,7 +151,7 @@ async function run() {
     const resp = await fetch("/v1/run", {
       method: "POST", signal: running.signal,
       headers: authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
-      body: JSON.stringify(request()),
+      body: JSON.stringify(runRequest()),
     });
     if (resp.status === 401) { askToken(await errorText(resp)); return; }
     if (!resp.ok) { setStatus("Error: " + await errorText(resp)); return; }

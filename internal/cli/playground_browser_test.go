@@ -48,7 +48,8 @@ func artifactDir(t *testing.T) string {
 // Chromium against serve on the native backend, with an API token: the
 // page asks for the token, runs a Python hello world whose output
 // streams in (and whose HTML-looking line stays text), runs an endless
-// loop to its timeout with Ctrl+Enter, and judges a two-test problem.
+// loop to its timeout with Ctrl+Enter, runs two notebook cells (state
+// kept, a written PNG shown) and judges a two-test problem.
 func TestPlaygroundInBrowser(t *testing.T) {
 	testutil.RequireRoot(t)
 	browser := findChromium()
@@ -200,6 +201,28 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	if status := text("#status"); !strings.HasPrefix(status, "Status: timeout") {
 		t.Errorf("endless loop status %q, want timeout", status)
 	}
+
+	// A notebook: a cell keeps its state for the next, and a PNG file it
+	// writes is shown as an image.
+	const dot = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	do("notebook cell", chromedp.Click("#notebook"),
+		chromedp.SetValue("#timeout", "20"),
+		chromedp.SetValue("#code", "import base64\nx = 41\nopen('dot.png', 'wb').write(base64.b64decode('"+dot+"'))\n"),
+		chromedp.Click("#run"),
+		finished,
+	)
+	if status := text("#status"); !strings.HasPrefix(status, "Status: success") {
+		t.Fatalf("notebook cell status %q, output %q", status, text("#output"))
+	}
+	do("image", waitFor(`document.querySelector("#display img") !== null && document.querySelector("#display img").complete`))
+	if w := eval(`String(document.querySelector("#display img").naturalWidth)`); w != "1" {
+		t.Errorf("the displayed image is %s pixels wide, want the 1-pixel PNG", w)
+	}
+	do("notebook state", chromedp.SetValue("#code", "x + 1\n"), chromedp.Click("#run"), finished)
+	if output := text("#output"); !strings.Contains(output, "42") {
+		t.Errorf("the next cell showed %q, want 42 (x kept from the cell before)", output)
+	}
+	do("notebook off", chromedp.Click("#notebook"))
 
 	// Judge the two default tests (1 2 → 3, 5 7 → 12).
 	do("judge", chromedp.SetValue("#code", "a, b = map(int, input().split())\nprint(a + b)\n"),
