@@ -90,6 +90,9 @@ type Options struct {
 	// session exists. Runner is what runs requests that
 	// name a session (session.Store.Wrap).
 	Sessions Sessions
+	// Languages are the language identifiers /v1/languages lists, for
+	// the playground page's choice.
+	Languages []string
 	// MCP, when set, builds the handler of /mcp (MCP streamable HTTP)
 	// from run, which is Runner behind the server's running slots and
 	// queue, so that MCP calls share them with /v1/run. Nil leaves /mcp
@@ -192,10 +195,12 @@ type Server struct {
 	judge    Judge
 	sessions Sessions
 	mcp      http.Handler
-	rep      Reporter
-	spool    *spoolGate   // nil without a bounded spool
-	subs     *submissions // nil when asynchronous submissions are off
-	log      *slog.Logger
+	// languages is what /v1/languages lists.
+	languages []string
+	rep       Reporter
+	spool     *spoolGate   // nil without a bounded spool
+	subs      *submissions // nil when asynchronous submissions are off
+	log       *slog.Logger
 	// clients are the credentials accepted; none means no
 	// Authorization is required.
 	clients []*client
@@ -234,24 +239,25 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("httpapi: no executor")
 	}
 	s := &Server{
-		exec:     opts.Executor,
-		runner:   opts.Runner,
-		judge:    opts.Judge,
-		sessions: opts.Sessions,
-		rep:      opts.Reporter,
-		log:      opts.Logger,
-		maxBody:  opts.MaxBodyBytes,
-		grace:    opts.ShutdownGrace,
-		rht:      opts.ReadHeaderTimeout,
-		rt:       opts.ReadTimeout,
-		wt:       opts.WriteTimeout,
-		idle:     opts.IdleTimeout,
-		backend:  opts.Backend,
-		version:  opts.Version,
-		slots:    opts.MaxConcurrent,
-		queue:    opts.QueueSize,
-		registry: opts.Registry,
-		hosts:    httpguard.Hosts{Allowed: opts.AllowedHosts},
+		exec:      opts.Executor,
+		runner:    opts.Runner,
+		judge:     opts.Judge,
+		sessions:  opts.Sessions,
+		languages: append([]string(nil), opts.Languages...),
+		rep:       opts.Reporter,
+		log:       opts.Logger,
+		maxBody:   opts.MaxBodyBytes,
+		grace:     opts.ShutdownGrace,
+		rht:       opts.ReadHeaderTimeout,
+		rt:        opts.ReadTimeout,
+		wt:        opts.WriteTimeout,
+		idle:      opts.IdleTimeout,
+		backend:   opts.Backend,
+		version:   opts.Version,
+		slots:     opts.MaxConcurrent,
+		queue:     opts.QueueSize,
+		registry:  opts.Registry,
+		hosts:     httpguard.Hosts{Allowed: opts.AllowedHosts},
 
 		heartbeat: DefaultHeartbeat,
 	}
@@ -366,6 +372,12 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, "/health", s.handleHealth, true, false},
 		{http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP, true, false},
 		{http.MethodGet, "/openapi.yaml", handleOpenAPI, true, false},
+		{http.MethodGet, "/v1/languages", s.handleLanguages, false, false},
+		// The playground: the page is open, as it asks for the token
+		// itself; it still answers only the server's own names.
+		{http.MethodGet, "/{$}", playgroundAsset("index.html", "text/html; charset=utf-8"), true, false},
+		{http.MethodGet, "/playground.js", playgroundAsset("playground.js", "text/javascript; charset=utf-8"), true, false},
+		{http.MethodGet, "/playground.css", playgroundAsset("playground.css", "text/css; charset=utf-8"), true, false},
 	}
 	if s.mcp != nil {
 		// Every method: the transport uses POST, GET and DELETE, and

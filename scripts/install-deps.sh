@@ -17,6 +17,9 @@ command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 # scripts/test-rootless.sh drives serve with curl and finds it with pgrep.
 command -v curl >/dev/null || need+=(curl)
 command -v pgrep >/dev/null || need+=(procps)
+# The playground's browser test (internal/cli) drives headless Chromium:
+# about 30 s to install.
+command -v chromium >/dev/null || need+=(chromium)
 # make lint checks the sandbox init's C layout.
 command -v clang-format >/dev/null || need+=(clang-format)
 if ((${#need[@]})); then

@@ -27,11 +27,13 @@ import (
 const serveAbout = `Serve the HTTP API: POST /execute (reported to the control plane),
 POST /v1/run (with session_id), GET /v1/sessions, GET and DELETE
 /v1/sessions/{id}, POST /v1/judge, GET /v1/judge/{id}, /mcp (MCP streamable HTTP),
-GET /health, GET /metrics and GET /openapi.yaml. Logs are JSON lines on
-stderr.
+GET /v1/languages, GET /health, GET /metrics and GET /openapi.yaml, and
+at GET / the playground, a web page to run and judge code. Logs are JSON
+lines on stderr.
 
 Environment: CODERUNNER_API_TOKEN (require "Authorization: Bearer" on every
-endpoint but /health, /metrics and /openapi.yaml; several separated by
+endpoint but /health, /metrics, /openapi.yaml and the playground's page,
+which asks for the token itself; several separated by
 commas, each with its own sessions; required, or serve refuses to start,
 when --addr is not loopback or CONTROL_PLANE_URL is set, unless API keys
 are configured: server.api_keys or CODERUNNER_SERVER_API_KEYS_FILE, each
@@ -179,6 +181,7 @@ func (a *App) serverOptions(cfg *config.Config, parts *assembly.Parts, log *slog
 		// A request that names a session is refused (ErrDisabled) when
 		// sessions are off.
 		Runner:            parts.Runner(),
+		Languages:         parts.Languages.IDs(),
 		Logger:            log,
 		APITokens:         cfg.Server.APITokens(),
 		APIKeys:           apiKeys(cfg.Server.Keys()),
