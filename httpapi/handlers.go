@@ -296,12 +296,7 @@ func (s *Server) refuseRun(w http.ResponseWriter, r *http.Request, err error, vi
 	case errors.Is(err, session.ErrNotFound):
 		status, code, field = http.StatusNotFound, CodeNotFound, "session_id"
 	case errors.Is(err, session.ErrTooManySessions):
-		limit, retry := LimitServerSessions, time.Second
-		var le *session.LimitError
-		if errors.As(err, &le) {
-			limit, retry = le.Limit, le.RetryAfter
-		}
-		s.limited(w, r, CodeTooManySessions, limit, retry, "session_id: "+err.Error())
+		s.sessionLimited(w, r, err, "session_id")
 		return
 	case errors.Is(err, session.ErrSessionFull), errors.Is(err, session.ErrDiskFull):
 		status, code, field = http.StatusInsufficientStorage, CodeStorageFull, "session_id"

@@ -27,14 +27,7 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, session.ErrInvalidID):
-		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
-	case errors.Is(err, session.ErrExpired):
-		writeError(w, r, http.StatusNotFound, CodeSessionExpired, "id: "+err.Error())
-	case errors.Is(err, session.ErrNotFound):
-		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
-	case errors.Is(err, session.ErrClosed):
-		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	case s.refuseSession(w, r, err):
 	default:
 		s.log.Error("unable to delete a session", "event", "session_delete_failed", "request_id", requestID(r.Context()), "error", err)
 		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
@@ -64,14 +57,7 @@ func (s *Server) handleRestartSession(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, session.ErrInvalidID):
-		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
-	case errors.Is(err, session.ErrExpired):
-		writeError(w, r, http.StatusNotFound, CodeSessionExpired, "id: "+err.Error())
-	case errors.Is(err, session.ErrNotFound):
-		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
-	case errors.Is(err, session.ErrClosed):
-		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	case s.refuseSession(w, r, err):
 	case r.Context().Err() != nil:
 		s.cancelled(w, r)
 	default:
@@ -112,14 +98,28 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, info)
+	case s.refuseSession(w, r, err):
+	default:
+		s.log.Error("unable to describe a session", "event", "session_info_failed", "request_id", requestID(r.Context()), "error", err)
+		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
+	}
+}
+
+// refuseSession answers the errors of a call on one session (an invalid
+// id, an expired or unknown session, a store shutting down) and reports
+// whether err was one of them.
+func (s *Server) refuseSession(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
 	case errors.Is(err, session.ErrInvalidID):
 		writeError(w, r, http.StatusBadRequest, CodeBadRequest, "id: "+err.Error())
 	case errors.Is(err, session.ErrExpired):
 		writeError(w, r, http.StatusNotFound, CodeSessionExpired, "id: "+err.Error())
 	case errors.Is(err, session.ErrNotFound):
 		writeError(w, r, http.StatusNotFound, CodeNotFound, "id: "+err.Error())
+	case errors.Is(err, session.ErrClosed):
+		writeError(w, r, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
 	default:
-		s.log.Error("unable to describe a session", "event", "session_info_failed", "request_id", requestID(r.Context()), "error", err)
-		writeError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; quote request id "+requestID(r.Context()))
+		return false
 	}
+	return true
 }
