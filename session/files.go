@@ -174,13 +174,10 @@ func (s *Store) fileLease(ctx context.Context, id string, create bool) (*Lease, 
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		s.leave(e)
-		return nil, fmt.Errorf("waiting for session %q: %w", id, ctx.Err())
+	l, err := s.wait(ctx, e)
+	if err != nil {
+		return nil, err
 	}
-	l := &Lease{s: s, e: e}
 	if create {
 		err = s.admit(e)
 	} else {

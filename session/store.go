@@ -314,18 +314,28 @@ func (s *Store) AcquireTTL(ctx context.Context, id string, ttl time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		s.leave(e)
-		return nil, fmt.Errorf("waiting for session %q: %w", id, ctx.Err())
+	l, err := s.wait(ctx, e)
+	if err != nil {
+		return nil, err
 	}
-	l := &Lease{s: s, e: e}
 	if err := s.admit(e); err != nil {
 		l.Release()
 		return nil, err
 	}
 	return l, nil
+}
+
+// wait waits until no other call runs in the session of e, which enter
+// or find returned, and leases it; when ctx ends first the session is
+// left as it was.
+func (s *Store) wait(ctx context.Context, e *entry) (*Lease, error) {
+	select {
+	case e.sem <- struct{}{}:
+		return &Lease{s: s, e: e}, nil
+	case <-ctx.Done():
+		s.leave(e)
+		return nil, fmt.Errorf("waiting for session %q: %w", e.id, ctx.Err())
+	}
 }
 
 // MaxIdleTimeout is the longest idle timeout a request may give its
