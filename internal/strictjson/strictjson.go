@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -84,15 +85,10 @@ func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(doc, &obj) != nil {
+		obj, keys, ok := object(doc)
+		if !ok {
 			return "", false
 		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
 		fields := fieldsOf(t)
 		for _, k := range keys {
 			ft, known := lookup(fields, k)
@@ -120,15 +116,10 @@ func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
 			}
 		}
 	case reflect.Map:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(doc, &obj) != nil {
+		obj, keys, ok := object(doc)
+		if !ok {
 			return "", false
 		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
 		for _, k := range keys {
 			if p, ok := find(obj[k], t.Elem(), name, join(path, k)); ok {
 				return p, true
@@ -136,6 +127,15 @@ func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// object decodes doc as a JSON object: its members and their keys in
+// sorted order; ok is false when doc is not an object.
+func object(doc []byte) (obj map[string]json.RawMessage, keys []string, ok bool) {
+	if json.Unmarshal(doc, &obj) != nil || obj == nil {
+		return nil, nil, false
+	}
+	return obj, slices.Sorted(maps.Keys(obj)), true
 }
 
 // join appends an object key to a path. A key that is not a plain name
