@@ -28,10 +28,11 @@ type ExecutionLimits struct {
 	Pids int `json:"pids,omitempty"`
 }
 
-// Defaults and bounds of ExecutionLimits. The bounds of time are spec
-// 004's; the others are chosen so that one request cannot take a machine
-// (memory, processes) or the caller's own memory (output) for itself, while
-// leaving room for JVMs, compilers and data-heavy scripts.
+// Defaults and bounds of ExecutionLimits. The bounds of time (1 to 300
+// seconds) are those of execute_code; the others are chosen so that one
+// request cannot take a machine (memory, processes) or the caller's own
+// memory (output) for itself, while leaving room for JVMs, compilers and
+// data-heavy scripts.
 const (
 	DefaultTimeLimit      = 30
 	DefaultMemoryLimit    = 256
