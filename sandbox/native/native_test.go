@@ -687,3 +687,15 @@ func keptInits(ser sandbox.Series) []string {
 	}
 	return ids
 }
+
+// TestAlternatives attacks the host's /etc/alternatives as the sandbox
+// shows it: read-only, nosuid, nodev and noexec, its links resolved inside.
+func TestAlternatives(t *testing.T) {
+	sandboxtest.TestAlternatives(t, func(t *testing.T, dir string) sandbox.Backend {
+		return newBackendWith(t, native.WithAlternatives(native.Options{}, dir))
+	}, native.BaseMounts(), true)
+}
+
+func TestFonts(t *testing.T) {
+	sandboxtest.TestFonts(t, newBackend(t), native.BaseMounts())
+}
