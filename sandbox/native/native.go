@@ -287,9 +287,10 @@ func stateDir(dir string, privileged bool) (string, error) {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("coderunner-%d", os.Geteuid())), nil
 }
 
-// syntheticEtc is the whole of /etc inside the sandbox: no host account,
-// host name, resolver or secret is visible. The loader cache is the host's,
-// so that shared libraries resolve as they do on the host.
+// syntheticEtc is the files of /etc inside the sandbox, where beside them
+// only the host's /etc/alternatives is bound: no host account, host name,
+// resolver or secret is visible. The loader cache is the host's, so that
+// shared libraries resolve as they do on the host.
 func syntheticEtc(uid int) map[string][]byte {
 	etc := map[string][]byte{
 		"/etc/passwd": fmt.Appendf(nil,
