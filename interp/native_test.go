@@ -333,10 +333,34 @@ func TestNativeDriverRewritten(t *testing.T) {
 	}
 }
 
-// The open matplotlib figures come back as PNGs and are closed. The
-// module is a stand-in written in the workspace, which comes first on the
-// interpreter's path: Debian's matplotlib needs its BLAS through
-// /etc/alternatives, which the native sandbox does not have.
+// A figure of the real matplotlib comes back as one PNG, with nothing on
+// stderr (no warning of a font cache, a missing configuration or a
+// display), and is closed: the next cell shows none.
+func TestNativeMatplotlib(t *testing.T) {
+	testutil.RequirePythonModule(t, "matplotlib")
+	e := newEnv(t)
+	// Importing matplotlib takes a second or more of CPU the first time
+	// (its font cache): time to spare at half a core on a busy machine.
+	limits := execute.ExecutionLimits{TimeLimit: 120}
+	res := e.cell("a", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])", limits)
+	if res.Status != execute.StatusSuccess || res.Stderr != "" {
+		t.Fatalf("the plot: %s: %s", res.Status, res.Stderr)
+	}
+	if len(res.Display) != 1 || res.Display[0].MIME != "image/png" {
+		t.Fatalf("display: %d items %+v", len(res.Display), res.Display)
+	}
+	png, err := base64.StdEncoding.DecodeString(res.Display[0].Data)
+	if err != nil || !strings.HasPrefix(string(png), "\x89PNG\r\n\x1a\n") || len(png) < 1000 {
+		t.Fatalf("not a PNG (%v): %q", err, png[:min(len(png), 16)])
+	}
+	if res := e.cell("a", "y = 2", limits); len(res.Display) != 0 || res.Status != execute.StatusSuccess {
+		t.Fatalf("a cell without a plot: %s %+v %s", res.Status, res.Display, res.Stderr)
+	}
+}
+
+// The driver's side of figures, without matplotlib: the open figures
+// come back as PNGs, in order, and are closed. The module is a stand-in
+// written in the workspace, which comes first on the interpreter's path.
 func TestNativeFigures(t *testing.T) {
 	e := newEnv(t)
 	pyplot := strings.Join([]string{

@@ -273,3 +273,32 @@ func TestStdioCancellation(t *testing.T) {
 		t.Errorf("the file still grows after cancellation: %q then %q", a, b)
 	}
 }
+
+// TestStdioMatplotlib: a figure of the real matplotlib, drawn in an
+// interpreter session, comes back from execute_code as an image content
+// item holding a PNG.
+func TestStdioMatplotlib(t *testing.T) {
+	testutil.RequirePythonModule(t, "matplotlib")
+	cs := stdioSession(t, nil)
+	// Importing matplotlib takes a second or more of CPU the first time
+	// (its font cache): time to spare.
+	res, text := callTool(t, cs, "execute_code", map[string]any{"language": "python", "session_id": "plot",
+		"mode": "interpreter", "timeout": 120, "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])"})
+	var got struct {
+		Status string `json:"status"`
+		Stderr string `json:"stderr"`
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(data, &got); err != nil || res.IsError || got.Status != "success" || got.Stderr != "" {
+		t.Fatalf("the plot (%v): %s", err, text)
+	}
+	var images []*mcp.ImageContent
+	for _, c := range res.Content {
+		if ic, ok := c.(*mcp.ImageContent); ok {
+			images = append(images, ic)
+		}
+	}
+	if len(images) != 1 || images[0].MIMEType != "image/png" || !strings.HasPrefix(string(images[0].Data), "\x89PNG\r\n\x1a\n") {
+		t.Fatalf("image content: %d items %+v", len(images), images)
+	}
+}

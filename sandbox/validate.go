@@ -123,13 +123,13 @@ func isCleanAbs(p string) bool {
 	return path.IsAbs(p) && path.Clean(p) == p && strings.IndexByte(p, 0) < 0 && len(p) <= 4096
 }
 
-// SyntheticEtc lists the files every backend writes into the sandbox's own
-// /etc; a mount may not replace them.
-var SyntheticEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "resolv.conf", "ld.so.cache"}
+// SyntheticEtc lists the files (and the directory of FontsConf) every
+// backend writes into the sandbox's own /etc; a mount may not replace them.
+var SyntheticEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "resolv.conf", "ld.so.cache", "fonts"}
 
 // reserved reports whether a sandbox path is owned by the backend itself.
-// Below /etc only the synthetic files are: toolchains such as Debian's JDK
-// keep their configuration there.
+// Below /etc only the synthetic files and AlternativesDir are: toolchains
+// such as Debian's JDK keep their configuration there.
 func reserved(p string) bool {
 	for _, r := range []string{"/proc", "/dev", WorkspaceDir, TmpDir} {
 		if p == r || strings.HasPrefix(p, r+"/") {
@@ -144,7 +144,7 @@ func reserved(p string) bool {
 			return true
 		}
 	}
-	return false
+	return p == AlternativesDir || strings.HasPrefix(p, AlternativesDir+"/")
 }
 
 // Prepared returns a copy of spec with its limits' defaults filled in,

@@ -6,6 +6,9 @@ need=()
 command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
 [ -x /usr/bin/python3 ] || need+=(python3)
+# Interpreter sessions return matplotlib's figures as images; its tests use
+# the real library (numpy with it).
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)
 # The bwrap and docker backends, and the local images of the docker backend.
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v dockerd >/dev/null || need+=(docker.io)

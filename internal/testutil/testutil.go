@@ -12,7 +12,9 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -30,6 +32,15 @@ func Require(t testing.TB, ok bool, reason string) {
 		t.Fatalf("required under CI=true: %s", reason)
 	}
 	t.Skip(reason)
+}
+
+// RequirePythonModule skips t, or fails it under CI, unless the host's
+// /usr/bin/python3 (the interpreter the python language takes first, and
+// so the one sandboxed programs run) imports module.
+func RequirePythonModule(t testing.TB, module string) {
+	t.Helper()
+	err := exec.Command("/usr/bin/python3", "-c", "import "+module).Run()
+	Require(t, err == nil, fmt.Sprintf("/usr/bin/python3 cannot import %s (%v): scripts/install-deps.sh installs it", module, err))
 }
 
 // Rootless reports whether this is a rootless run of the suites

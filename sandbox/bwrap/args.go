@@ -21,6 +21,9 @@ type plan struct {
 	etcDir string
 	// ldCache binds the host's loader cache at /etc/ld.so.cache.
 	ldCache bool
+	// alternatives, when not empty, is the host directory bound
+	// read-only at /etc/alternatives (see sandbox.AlternativesDir).
+	alternatives string
 	// workspace, tmp and shm are host tmpfs the backend mounted with a
 	// size and an inode cap; when empty, bwrap mounts a --size tmpfs of
 	// its own.
@@ -57,6 +60,12 @@ func (p *plan) args() ([]string, error) {
 	}
 	if p.ldCache {
 		a = append(a, "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache")
+	}
+	if p.alternatives != "" {
+		// Links only, as the host's packages chose them: bwrap binds
+		// read-only, nosuid and nodev, and they resolve inside the
+		// sandbox.
+		a = append(a, "--ro-bind", p.alternatives, sandbox.AlternativesDir)
 	}
 	for i, m := range s.Mounts {
 		target := m.TargetPath()

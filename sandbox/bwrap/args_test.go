@@ -17,7 +17,7 @@ func testPlan() *plan {
 			Files:  []sandbox.File{{Path: "main.py", Content: []byte("x")}, {Path: "pkg/sub/m.py", Mode: 0o755}},
 			Limits: sandbox.Limits{}.WithDefaults(),
 		},
-		uid: 1000, etcDir: "/run/x/etc", ldCache: true,
+		uid: 1000, etcDir: "/run/x/etc", ldCache: true, alternatives: "/etc/alternatives",
 		fileFDs:   []int{6, 7},
 		seccompFD: 3, statusFD: 4, blockFD: 5,
 		link: func(s string) (string, bool, error) {
@@ -54,6 +54,7 @@ func TestArgs(t *testing.T) {
 		{"/lib link", []string{"--symlink", "usr/lib", "/lib"}},
 		{"toolchain at its neutral path", []string{"--ro-bind", "/srv/jdk", "/opt/jdk"}},
 		{"own passwd", []string{"--ro-bind", "/run/x/etc/passwd", "/etc/passwd"}},
+		{"host alternatives read-only", []string{"--ro-bind", "/etc/alternatives", "/etc/alternatives"}},
 		{"fresh proc and dev", []string{"--dev", "/dev", "--proc", "/proc"}},
 		{"hidden init", []string{"--perms", "0555", "--size", "4096", "--tmpfs", "/proc/1"}},
 		{"capped tmp", []string{"--perms", "1777", "--size", "67108864", "--tmpfs", "/tmp"}},
@@ -78,6 +79,7 @@ func TestArgs(t *testing.T) {
 		}
 	}
 	before([]string{"--tmpfs", "/etc"}, []string{"--ro-bind", "/etc/java-17-openjdk", "/etc/java-17-openjdk"})
+	before([]string{"--tmpfs", "/etc"}, []string{"--ro-bind", "/etc/alternatives", "/etc/alternatives"})
 	before([]string{"--dir", "/workspace/pkg"}, []string{"--dir", "/workspace/pkg/sub"})
 	before([]string{"--dir", "/workspace/pkg/sub"}, []string{"--file", "7", "/workspace/pkg/sub/m.py"})
 	before([]string{"--file", "7", "/workspace/pkg/sub/m.py"}, []string{"--remount-ro", "/"})
@@ -109,6 +111,19 @@ func TestArgsHostScratch(t *testing.T) {
 	args, _ = p.args()
 	if index(args, "--bind", "/srv/session", "/workspace") < 0 {
 		t.Error("a host workspace is not bound read-write")
+	}
+}
+
+// A host without /etc/alternatives gives the sandbox none.
+func TestArgsNoAlternatives(t *testing.T) {
+	p := testPlan()
+	p.alternatives = ""
+	args, err := p.args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(args, "/etc/alternatives") {
+		t.Fatalf("/etc/alternatives bound from nowhere: %q", args)
 	}
 }
 

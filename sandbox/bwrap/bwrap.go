@@ -62,6 +62,11 @@ type Options struct {
 	// warning on every result. Without it such runs are refused
 	// (sandbox.ErrNoCgroup).
 	AllowRlimitsOnly bool
+
+	// alternatives, when set, is bound at /etc/alternatives in place of
+	// the host's sandbox.AlternativesDir, so that the tests can attack
+	// the bind with links and files of their own.
+	alternatives string
 }
 
 // Backend runs programs under Bubblewrap. It is safe for concurrent use.
@@ -76,6 +81,9 @@ type Backend struct {
 	stateDir string
 	etcDir   string
 	ldCache  bool
+	// alternatives is the host directory bound at /etc/alternatives, or
+	// empty.
+	alternatives string
 
 	cgroups *cgroup.Manager
 	// noCgroup refuses runs where cgroups is nil, unless rlimits alone
@@ -148,6 +156,11 @@ func New(opts Options) (*Backend, error) {
 	if _, err := os.Stat("/etc/ld.so.cache"); err == nil {
 		b.ldCache = true
 	}
+	alternatives := opts.alternatives
+	if alternatives == "" {
+		alternatives = sandbox.AlternativesDir
+	}
+	b.alternatives = sandbox.HostAlternatives(alternatives)
 	// bwrap's monitor exits without reaping its sandbox child; as a
 	// subreaper we collect it instead of leaving a zombie to the machine's
 	// init, which may never reap.

@@ -104,3 +104,20 @@ func inRange(s string, first, last int) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= first && n <= last
 }
+
+// TestAlternatives attacks the host's /etc/alternatives as the sandbox
+// shows it: read-only, nosuid and nodev, its links resolved inside.
+func TestAlternatives(t *testing.T) {
+	requireBwrap(t)
+	sandboxtest.TestAlternatives(t, func(t *testing.T, dir string) sandbox.Backend {
+		b, err := bwrap.New(bwrap.WithAlternatives(bwrap.Options{}, dir))
+		if err != nil {
+			t.Fatalf("bwrap backend unavailable: %v", err)
+		}
+		return b
+	}, sandbox.SystemMounts(), false)
+}
+
+func TestFonts(t *testing.T) {
+	sandboxtest.TestFonts(t, newBackend(t), sandbox.SystemMounts())
+}

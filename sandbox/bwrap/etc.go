@@ -15,13 +15,17 @@ func writeEtc(dir string, uid int) error {
 	files := map[string]string{
 		"passwd": fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 			uid, uid, sandbox.WorkspaceDir),
-		"group":         fmt.Sprintf("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", uid),
-		"hosts":         "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-		"hostname":      "sandbox\n",
-		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
-		"resolv.conf":   "",
+		"group":            fmt.Sprintf("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", uid),
+		"hosts":            "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"hostname":         "sandbox\n",
+		"nsswitch.conf":    "passwd: files\ngroup: files\nhosts: files\n",
+		"resolv.conf":      "",
+		"fonts/fonts.conf": sandbox.FontsConf,
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // bwrap runs as another uid and must read it
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "fonts"), 0o755); err != nil { //nolint:gosec // as above
 		return err
 	}
 	for name, content := range files {
@@ -38,4 +42,4 @@ func writeEtc(dir string, uid int) error {
 }
 
 // etcNames lists the synthetic files in the order they are bound.
-var etcNames = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "resolv.conf"}
+var etcNames = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "resolv.conf", "fonts/fonts.conf"}

@@ -160,7 +160,7 @@ func (r *run) pipe(childReads bool) (parent, child *os.File, err error) {
 
 func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	b, s := r.b, r.spec
-	p := &plan{spec: s, uid: sandboxUID, etcDir: b.etcDir, ldCache: b.ldCache, link: hostLink}
+	p := &plan{spec: s, uid: sandboxUID, etcDir: b.etcDir, ldCache: b.ldCache, alternatives: b.alternatives, link: hostLink}
 	if err := r.prepare(p); err != nil {
 		return nil, err
 	}

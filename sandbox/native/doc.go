@@ -9,7 +9,8 @@
 // pipes and the cgroup's counters taken afresh (see Backend.Series). The binary starts itself again as
 // the sandbox init (package nsinit, C code that runs before the Go runtime),
 // which pivots into a read-only root assembled from bind mounts of the
-// toolchain, a synthetic /etc, a fresh /proc showing only the sandbox's
+// toolchain, a synthetic /etc (the host's /etc/alternatives bound in it
+// read-only), a fresh /proc showing only the sandbox's
 // processes, a minimal /dev and size-capped tmpfs for /tmp and /workspace.
 // The program itself runs as an unprivileged user with every capability
 // dropped, no_new_privs, a seccomp filter (internal/seccomp) and rlimits,

@@ -17,6 +17,13 @@ func WithHostTreeAttached(opts Options) Options {
 	return opts
 }
 
+// WithAlternatives returns opts for a backend that binds the host
+// directory dir at /etc/alternatives instead of the host's own.
+func WithAlternatives(opts Options, dir string) Options {
+	opts.alternatives = dir
+	return opts
+}
+
 // WithoutAttach returns opts for a backend that binds a host workspace
 // out of a new sandbox's copy of the host's tree, the path taken where the
 // kernel cannot send a workspace's mount to a sandbox.

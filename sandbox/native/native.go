@@ -72,6 +72,10 @@ type Options struct {
 	// clone, when set, replaces cloneWorkspace, so that the tests can
 	// send what the init cannot attach.
 	clone func(dir string) (*os.File, error)
+	// alternatives, when set, is bound at /etc/alternatives in place of
+	// the host's sandbox.AlternativesDir, so that the tests can attack
+	// the bind with links and files of their own.
+	alternatives string
 	// keepHostAttached makes every sandbox keep the host's tree attached
 	// until its second phase is done, as it must on kernels that cannot
 	// clone mounts out of a detached tree (before Linux 6.15), so that
@@ -247,7 +251,11 @@ func New(opts Options) (*Backend, error) {
 	for _, m := range BaseMounts() {
 		b.shared[sharedKey(m)] = true
 	}
-	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), opts.keepHostAttached)
+	alternatives := opts.alternatives
+	if alternatives == "" {
+		alternatives = sandbox.AlternativesDir
+	}
+	b.firstOps = b.encodeFirstPhase(syntheticEtc(b.innerUID), sandbox.HostAlternatives(alternatives), opts.keepHostAttached)
 	if !opts.PerRequest {
 		b.kept = b.newSeries()
 		b.kept.requests = true
@@ -279,19 +287,21 @@ func stateDir(dir string, privileged bool) (string, error) {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("coderunner-%d", os.Geteuid())), nil
 }
 
-// syntheticEtc is the whole of /etc inside the sandbox: no host account,
-// host name, resolver or secret is visible. The loader cache is the host's,
-// so that shared libraries resolve as they do on the host.
+// syntheticEtc is the files of /etc inside the sandbox, where beside them
+// only the host's /etc/alternatives is bound: no host account, host name,
+// resolver or secret is visible. The loader cache is the host's, so that
+// shared libraries resolve as they do on the host.
 func syntheticEtc(uid int) map[string][]byte {
 	etc := map[string][]byte{
 		"/etc/passwd": fmt.Appendf(nil,
 			"root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 			uid, uid, sandbox.WorkspaceDir),
-		"/etc/group":         fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", uid),
-		"/etc/hosts":         []byte("127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
-		"/etc/hostname":      []byte("sandbox\n"),
-		"/etc/nsswitch.conf": []byte("passwd: files\ngroup: files\nhosts: files\n"),
-		"/etc/resolv.conf":   nil,
+		"/etc/group":            fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", uid),
+		"/etc/hosts":            []byte("127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
+		"/etc/hostname":         []byte("sandbox\n"),
+		"/etc/nsswitch.conf":    []byte("passwd: files\ngroup: files\nhosts: files\n"),
+		"/etc/resolv.conf":      nil,
+		"/etc/fonts/fonts.conf": []byte(sandbox.FontsConf),
 	}
 	if cache, err := os.ReadFile("/etc/ld.so.cache"); err == nil && len(cache) < 16<<20 {
 		etc["/etc/ld.so.cache"] = cache
@@ -300,9 +310,11 @@ func syntheticEtc(uid int) map[string][]byte {
 }
 
 // encodeFirstPhase is what every sandbox does before its run is known:
-// the root with the shared mounts, /etc, /dev, /proc, the host name, the
-// loopback interface and the seccomp filter to install later.
-func (b *Backend) encodeFirstPhase(etc map[string][]byte, keepHostAttached bool) []byte {
+// the root with the shared mounts, /etc (with the host directory
+// alternatives, when not empty, bound at /etc/alternatives), /dev, /proc,
+// the host name, the loopback interface and the seccomp filter to install
+// later.
+func (b *Backend) encodeFirstPhase(etc map[string][]byte, alternatives string, keepHostAttached bool) []byte {
 	var w setup
 	if keepHostAttached {
 		w.op(nsinit.OpRoot, b.rootDir, "attached")
@@ -320,6 +332,11 @@ func (b *Backend) encodeFirstPhase(etc map[string][]byte, keepHostAttached bool)
 	}
 	for _, name := range slices.Sorted(maps.Keys(etc)) {
 		w.file(name, etc[name], 0o644, 0, 0)
+	}
+	if alternatives != "" {
+		// Links only, as the host's packages chose them: read-only,
+		// nosuid, nodev and noexec, they resolve inside the sandbox.
+		w.op(nsinit.OpBind, alternatives, sandbox.AlternativesDir, "ro,noexec")
 	}
 	w.mkdir("/dev", 0o755, 0, 0)
 	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {

@@ -687,3 +687,24 @@ func keptInits(ser sandbox.Series) []string {
 	}
 	return ids
 }
+
+// TestAlternatives attacks the host's /etc/alternatives as the sandbox
+// shows it: read-only, nosuid, nodev and noexec, its links resolved
+// inside; bound from the detached copy of the host's tree, and through
+// the host's tree kept attached, as before Linux 6.15.
+func TestAlternatives(t *testing.T) {
+	for name, opts := range map[string]native.Options{
+		"detached": {},
+		"attached": native.WithHostTreeAttached(native.Options{}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			sandboxtest.TestAlternatives(t, func(t *testing.T, dir string) sandbox.Backend {
+				return newBackendWith(t, native.WithAlternatives(opts, dir))
+			}, native.BaseMounts(), true)
+		})
+	}
+}
+
+func TestFonts(t *testing.T) {
+	sandboxtest.TestFonts(t, newBackend(t), native.BaseMounts())
+}

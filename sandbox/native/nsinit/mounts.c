@@ -146,6 +146,7 @@ void op_bind(const struct config *c, const struct op *o)
 	char dst[PATH_MAX];
 	struct stat st;
 	int writable = strcmp(o->argv[2].s, "rw") == 0, own;
+	uint64_t noexec = strcmp(o->argv[2].s, "ro,noexec") == 0 ? MOUNT_ATTR_NOEXEC : 0;
 	int fd = source_fd(c, o->argv[0].s, &own);
 	in_root(c, o->argv[1].s, dst);
 	if (fstat(fd, &st) < 0)
@@ -159,7 +160,7 @@ void op_bind(const struct config *c, const struct op *o)
 			fail("bind target %.256s", o->argv[1].s);
 		close(t);
 	}
-	bind_fd(c, fd, dst, o->argv[1].s, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY));
+	bind_fd(c, fd, dst, o->argv[1].s, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | noexec | (writable ? 0 : MOUNT_ATTR_RDONLY));
 	if (own)
 		close(fd);
 }

@@ -36,7 +36,7 @@
 enum nsinit_op {
 	OP_ROOT = 1,	    /* path: mount the new root tmpfs there */
 	OP_MKDIR = 2,	    /* path, mode(octal), uid, gid */
-	OP_BIND = 3,	    /* src, dst, "ro"|"rw" */
+	OP_BIND = 3,	    /* src, dst, "ro"|"rw"|"ro,noexec" */
 	OP_SYMLINK = 4,	    /* target, linkpath */
 	OP_TMPFS = 5,	    /* dst, options */
 	OP_FILE = 6,	    /* path, content, mode(octal), uid, gid */

@@ -1,0 +1,44 @@
+package execute_test
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/internal/testutil"
+)
+
+// TestMatplotlibArtifactNative: a script that saves a figure of the real
+// matplotlib gets it back as its one artifact, a PNG, with nothing on
+// stderr and nothing of matplotlib's (its font cache) among the
+// workspace's files.
+func TestMatplotlibArtifactNative(t *testing.T) {
+	testutil.RequirePythonModule(t, "matplotlib")
+	e := nativeExecutor(t)
+	code := "import os\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('out.png')\n" +
+		"print(sorted(os.listdir('.')))\n"
+	res, err := e.Execute(context.Background(), execute.Request{Language: "python", Code: code,
+		// Importing matplotlib takes a second or more of CPU (its font
+		// cache, built anew in each run's /tmp): time to spare.
+		Limits:    execute.ExecutionLimits{TimeLimit: 120},
+		Artifacts: execute.ArtifactOptions{IncludeContent: true, MaxBytes: 4 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != execute.StatusSuccess || res.Stderr != "" {
+		t.Fatalf("status %s stderr %q", res.Status, res.Stderr)
+	}
+	// Hidden files are no artifacts: the listing shows them.
+	if res.Stdout != "['main.py', 'out.png']\n" {
+		t.Fatalf("the workspace holds %s", res.Stdout)
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Path != "out.png" || res.Artifacts[0].Content == nil {
+		t.Fatalf("artifacts %+v", res.Artifacts)
+	}
+	png, err := base64.StdEncoding.DecodeString(*res.Artifacts[0].Content)
+	if err != nil || !strings.HasPrefix(string(png), "\x89PNG\r\n\x1a\n") || len(png) < 1000 {
+		t.Fatalf("out.png is not a PNG (%v): %q", err, png[:min(len(png), 16)])
+	}
+}
