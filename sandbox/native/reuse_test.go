@@ -202,6 +202,20 @@ print("mq_open", libc.mq_open(b"/left", os.O_RDONLY))`},
 			reused: ptr(true),
 		},
 		{
+			// The first request's scratch mounts go with its mount
+			// namespace; the init says it is ready only once that is torn
+			// down, so the sandbox's cgroup no longer holds their pages.
+			name:  "memory of files left in /tmp and /workspace",
+			leave: []string{"/bin/sh", "-c", "head -c 24000000 /dev/zero > /tmp/left; head -c 24000000 /dev/zero > /workspace/left"},
+			look:  []string{"/bin/true"},
+			check: func(t *testing.T, res *sandbox.Result) {
+				if res.PeakMemory > 16<<20 {
+					t.Errorf("the second request is charged the first's files: peak memory %d bytes", res.PeakMemory)
+				}
+			},
+			reused: ptr(true),
+		},
+		{
 			name: "page cache charged to the sandbox",
 			before: func(t *testing.T) {
 				f, err := os.Open(big)
