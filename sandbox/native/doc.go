@@ -4,8 +4,8 @@
 // and cgroup namespaces, nothing of which is reused. The runs of a Series
 // (the tests of one program) may share them: a sandbox whose program ended
 // normally serves the series' next run, once everything the run left is
-// killed and reaped and /tmp and /workspace are emptied, with new PID, IPC
-// and mount namespaces (every run, the first included, has its own), new
+// killed and reaped, with new PID, IPC and mount namespaces (every run, the
+// first included, has its own; /tmp and /workspace are new in each), new
 // pipes and the cgroup's counters taken afresh (see Backend.Series). The binary starts itself again as
 // the sandbox init (package nsinit, C code that runs before the Go runtime),
 // which pivots into a read-only root assembled from bind mounts of the

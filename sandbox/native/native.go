@@ -365,7 +365,7 @@ func (b *Backend) encodeFirstPhase(etc map[string][]byte, alternatives string, k
 // set (as root), a source the init's host user cannot reach (below a
 // directory not everyone may search) is opened by give instead and sent
 // with the frame: given, in the order of the frame's OpGiven.
-func (b *Backend) firstPhase(extra []string, lim sandbox.Limits, give func(src string) (*os.File, error)) (frameBytes []byte, opened map[string]bool, given []*os.File, err error) {
+func (b *Backend) firstPhase(extra []string, give func(src string) (*os.File, error)) (frameBytes []byte, opened map[string]bool, given []*os.File, err error) {
 	var w setup
 	w.op(nsinit.OpCgroupNS)
 	opened = map[string]bool{}
@@ -402,10 +402,10 @@ func (b *Backend) firstPhase(extra []string, lim sandbox.Limits, give func(src s
 		w.op(nsinit.OpGiven, src)
 	}
 	w.buf = append(w.buf, b.firstOps...)
-	// /tmp and /workspace are mounted ahead too, sized as lim says; the
-	// second phase resizes them if its run wants other sizes.
-	w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1))
-	w.op(nsinit.OpTmpfs, sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, b.innerUID))
+	// /tmp and /workspace are mount points only: each run mounts its own
+	// at its sizes (run.phase).
+	w.mkdir(sandbox.TmpDir, 0o755, 0, 0)
+	w.mkdir(sandbox.WorkspaceDir, 0o755, 0, 0)
 	return frame(w.buf), opened, given, nil
 }
 

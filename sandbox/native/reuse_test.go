@@ -182,9 +182,9 @@ print("mq_open", libc.mq_open(b"/left", os.O_RDONLY))`},
 				}
 			},
 			check: func(t *testing.T, res *sandbox.Result) {
-				// Its own workspace over the sandbox's own /workspace, as in
-				// a new sandbox.
-				if string(res.Stdout) != "own-file\n2\n" {
+				// Its own workspace, the only mount at /workspace, as in a
+				// new sandbox.
+				if string(res.Stdout) != "own-file\n1\n" {
 					t.Errorf("the second request's workspace is not its own alone:\n%s", res.Stdout)
 				}
 			},
@@ -197,6 +197,20 @@ print("mq_open", libc.mq_open(b"/left", os.O_RDONLY))`},
 			check: func(t *testing.T, res *sandbox.Result) {
 				if res.CPUTime > 100*time.Millisecond || res.PeakMemory > 16<<20 {
 					t.Errorf("the second request is charged the first's usage: CPU %v, peak memory %d bytes", res.CPUTime, res.PeakMemory)
+				}
+			},
+			reused: ptr(true),
+		},
+		{
+			// The first request's scratch mounts go with its mount
+			// namespace; the init says it is ready only once that is torn
+			// down, so the sandbox's cgroup no longer holds their pages.
+			name:  "memory of files left in /tmp and /workspace",
+			leave: []string{"/bin/sh", "-c", "head -c 24000000 /dev/zero > /tmp/left; head -c 24000000 /dev/zero > /workspace/left"},
+			look:  []string{"/bin/true"},
+			check: func(t *testing.T, res *sandbox.Result) {
+				if res.PeakMemory > 16<<20 {
+					t.Errorf("the second request is charged the first's files: peak memory %d bytes", res.PeakMemory)
 				}
 			},
 			reused: ptr(true),

@@ -412,36 +412,28 @@ func (r *run) plan() error {
 	return nil
 }
 
-// phase returns the second phase for sandbox sp: the operations that give
-// /tmp and /workspace the run's sizes where they were mounted with others,
-// the run's mounts (unless sp has them from an earlier run), its setup,
-// and, in a series, the request to keep the sandbox afterwards.
+// phase returns the second phase for sandbox sp: its /tmp and /workspace
+// at the run's sizes (in a series, the request to keep the sandbox
+// afterwards, whose runs each mount their own in a mount namespace of
+// their own), the run's mounts (unless sp has them from an earlier run)
+// and its setup.
 func (r *run) phase(sp *started) []byte {
 	lim := r.spec.Limits
 	var w setup
 	w.buf = make([]byte, 4, 4+256+len(r.mounts.buf)+len(r.setup.buf))
-	if lim.TmpSize != sp.tmpSize {
-		w.op(nsinit.OpRemount, sandbox.TmpDir, fmt.Sprintf("size=%d", lim.TmpSize))
-		sp.tmpSize = lim.TmpSize
-	}
-	if r.spec.Workspace == "" && lim.WorkspaceSize != sp.workspaceSize {
-		w.op(nsinit.OpRemount, sandbox.WorkspaceDir, fmt.Sprintf("size=%d", lim.WorkspaceSize))
-		sp.workspaceSize = lim.WorkspaceSize
-	}
-	// The scratch mounts are recorded for the next run before a host
-	// workspace goes over /workspace.
-	if r.series != nil {
-		// The next run of the backend's own series may be another
-		// request's: it gets /tmp and /workspace mounted anew, since an
-		// emptied tmpfs still numbers its inodes on from where this run
-		// left it.
-		keep := nsinit.OpKeep
-		if r.series.requests {
-			keep = nsinit.OpKeepFresh
+	tmp := tmpfsOptions(lim.TmpSize, 0o1777, -1)
+	workspace := tmpfsOptions(lim.WorkspaceSize, 0o755, r.b.innerUID)
+	switch {
+	case r.series != nil:
+		// Nothing a run leaves in its scratch mounts, not even how many
+		// inodes a tmpfs numbered, reaches the next run, which may be
+		// another request's.
+		w.op(nsinit.OpKeep, sandbox.TmpDir, tmp, sandbox.WorkspaceDir, workspace)
+	default:
+		w.op(nsinit.OpTmpfs, sandbox.TmpDir, tmp)
+		if !r.attach {
+			w.op(nsinit.OpTmpfs, sandbox.WorkspaceDir, workspace)
 		}
-		w.op(keep,
-			sandbox.TmpDir, tmpfsOptions(lim.TmpSize, 0o1777, -1),
-			sandbox.WorkspaceDir, tmpfsOptions(lim.WorkspaceSize, 0o755, r.b.innerUID))
 	}
 	if !r.reused {
 		w.buf = append(w.buf, r.mounts.buf...)

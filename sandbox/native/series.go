@@ -22,25 +22,24 @@ const maxKept = 16
 // own, nested in the sandbox's: when it ends, everything in them is
 // killed and reaped and its SysV IPC objects removed, so the next run
 // finds no process, no IPC object and no process id that tells what an
-// earlier run did. Between two runs the sandbox's init makes /tmp and
-// /workspace empty again (removing what the run left, or mounting a new
-// tmpfs when that is much or the mount's root was changed); the next
+// earlier run did. Each run has a mount namespace of its own, where /tmp
+// and /workspace are new tmpfs mounts, torn down with the run; the next
 // program gets its own pipes, and the cgroup's peak memory reset, its CPU
 // time and OOM kills counted from its start. The user, network and UTS
 // namespaces and the sandbox's mounts stay: the program cannot change
 // them (no capability, a read-only root, seccomp).
 //
-// A run's host workspace is attached over the sandbox's own /workspace
-// for the run and detached before the next. A sandbox whose run left a
-// socket in its network namespace (even a TCP connection in TIME_WAIT)
-// is not kept. The backend's own series, which every Run goes through
-// unless Options.PerRequest, keeps sandboxes from one request's run to
-// another's: its runs get /tmp and /workspace mounted anew, not emptied
-// (a tmpfs numbers its inodes on from where an earlier run left it, which
-// tells how many files that run made), and are measured apart from what
-// earlier runs left charged to the cgroup; a sandbox holding more than
-// keepDrift of it (a file's pages a run read into the cache, memory the
-// kernel frees later) is not reused.
+// A run's host workspace is attached at /workspace in the run's mount
+// namespace, and goes with it. A sandbox whose run left a socket in its
+// network namespace (even a TCP connection in TIME_WAIT) is not kept. The
+// backend's own series, which every Run goes through unless
+// Options.PerRequest, keeps sandboxes from one request's run to another's.
+// Its runs' /tmp and /workspace are new, not emptied (a tmpfs numbers its
+// inodes on from where an earlier run left it, which tells how many files
+// that run made), and their usage is measured apart from what earlier runs
+// left charged to the cgroup; a sandbox holding more than keepDrift of it
+// (a file's pages a run read into the cache, memory the kernel frees
+// later) is not reused.
 // Runs that bind a host workspace (where its mount cannot be attached) or
 // a writable mount, and backends without cgroups, get a new sandbox each
 // time.
@@ -124,8 +123,9 @@ func (s *series) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, 
 }
 
 // keeps reports whether the sandbox of spec can be kept: nothing it
-// writes may be outside the scratch mounts the init empties (or the host
-// workspace it detaches: a workspace bound instead is seen by plan), and
+// writes may be outside the scratch mounts the run has anew (or the host
+// workspace attached in its mount namespace: a workspace bound instead is
+// seen by plan), and
 // a run's usage must be measurable apart from the previous one's.
 func (s *series) keeps(spec *sandbox.Spec) bool {
 	if s.b.cgroups == nil {

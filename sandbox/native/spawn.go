@@ -45,9 +45,6 @@ type started struct {
 	// limits it has now.
 	group  *cgroup.Group
 	limits cgroup.Limits
-	// tmpSize and workspaceSize are the sizes of the /tmp and /workspace
-	// mounted in the first phase.
-	tmpSize, workspaceSize int64
 	// startMemory is what the cgroup held before the sandbox's first run,
 	// for a sandbox a series may keep: later runs are measured from it.
 	startMemory int64
@@ -145,14 +142,13 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 		return nil, err
 	}
 	s := &started{
-		proc:    proc,
-		pidfd:   pidfd,
-		owner:   owner,
-		waited:  make(chan *os.ProcessState, 1),
-		group:   group,
-		limits:  limits,
-		tmpSize: recent.TmpSize, workspaceSize: recent.WorkspaceSize,
-		stdin: parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
+		proc:   proc,
+		pidfd:  pidfd,
+		owner:  owner,
+		waited: make(chan *os.ProcessState, 1),
+		group:  group,
+		limits: limits,
+		stdin:  parent[0], stdout: parent[1], stderr: parent[2], config: parent[3], status: parent[4],
 		reports: bufio.NewReaderSize(parent[4], reportSize),
 	}
 	go func() {
@@ -170,7 +166,7 @@ func (b *Backend) spawn(extra []string, background bool) (_ *started, retErr err
 			return nil, fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 		}
 	}
-	if err := b.sendFirstPhase(s, extra, recent); err != nil {
+	if err := b.sendFirstPhase(s, extra); err != nil {
 		err = errors.Join(err, s.kill())
 		s.close()
 		return nil, err
@@ -238,7 +234,7 @@ func (b *Backend) startInit(child []*os.File, group *cgroup.Group) (proc *os.Pro
 // sendFirstPhase sends s its first phase (firstPhase), with, as root, the
 // bind sources the init's host user cannot reach, opened in its copy of
 // the host's tree.
-func (b *Backend) sendFirstPhase(s *started, extra []string, recent sandbox.Limits) error {
+func (b *Backend) sendFirstPhase(s *started, extra []string) error {
 	var give func(string) (*os.File, error)
 	if b.privileged {
 		root, err := os.OpenFile(fmt.Sprintf("/proc/%d/root", s.proc.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -248,7 +244,7 @@ func (b *Backend) sendFirstPhase(s *started, extra []string, recent sandbox.Limi
 		defer root.Close()
 		give = func(src string) (*os.File, error) { return openIn(root, src) }
 	}
-	first, opened, given, err := b.firstPhase(extra, recent, give)
+	first, opened, given, err := b.firstPhase(extra, give)
 	if err != nil {
 		return err
 	}

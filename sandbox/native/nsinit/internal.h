@@ -147,12 +147,7 @@ struct config {
 	// run's host workspace, cloned by the backend), until OP_ATTACH
 	// attaches it; -1 without one.
 	int attach;
-	// attached is where the run's host workspace was attached (its
-	// OP_ATTACH's dst), or NULL: a kept sandbox detaches it once the run
-	// is over, before it empties its scratch mounts.
-	const char *attached;
-	// run is the latest run's init, which may still be exiting when the
-	// sandbox is given its next run.
+	// run is the latest run's init.
 	pid_t run;
 	// given are the bind sources that came with the first phase, in the
 	// order of its OP_GIVEN operations, until open_sources takes them.
@@ -172,13 +167,9 @@ struct exec_plan {
 	const struct op *rlimits[32];
 	int nrlimits;
 	// keep, when set, is the OP_KEEP of the run: the sandbox serves
-	// another run after this one. scratch is what each of its mounts
-	// looked like before the program ran.
+	// another run after this one, and each run has a mount namespace of
+	// its own with the scratch mounts it names mounted anew.
 	const struct op *keep;
-	struct stat scratch[MAX_SCRATCH];
-	// fresh is set for OP_KEEP_FRESH: the scratch mounts are mounted anew
-	// after every run.
-	int fresh;
 };
 
 #pragma GCC visibility push(hidden)
@@ -201,15 +192,15 @@ void op_attach(struct config *c, const struct op *o);
 void op_file(const struct config *c, const struct op *o);
 void op_dev(const struct config *c, const struct op *o);
 void mount_proc(const char *dst);
-int unmount_run_proc(const struct config *c);
 void op_proc(struct config *c, const struct op *o);
 void op_userns_max(const struct op *o);
 void loopback_up(void);
 void pivot(struct config *c);
 void seal(struct config *c);
 void open_sources(struct config *c);
-int reset_scratch(const struct exec_plan *plan, const char *covered);
-void detach_workspace(struct config *c);
+int run_fs_op(uint32_t code);
+void apply_fs_op(struct config *c, const struct op *o);
+void run_mounts(struct config *c, const struct exec_plan *plan);
 
 // the network namespace of a kept sandbox (network.c)
 void network_baseline(void);
@@ -219,8 +210,7 @@ void network_close_fds(void);
 // a run: its namespaces, the program's start, what it leaves (program.c)
 void lock_capabilities(void);
 void finish_plan(struct exec_plan *plan);
-void reap_runs(void);
-void await_next(pid_t run);
+void reap_run(pid_t run);
 int run_program(struct config *c, struct exec_plan *plan, int overlapped);
 
 #pragma GCC visibility pop

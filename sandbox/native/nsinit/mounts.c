@@ -185,22 +185,6 @@ void op_attach(struct config *c, const struct op *o)
 		fail("attach workspace %.256s", o->argv[0].s);
 	close(c->attach);
 	c->attach = -1;
-	c->attached = o->argv[0].s;
-}
-
-// detach_workspace takes the run's host workspace, if one was attached,
-// off its mount point in a kept sandbox once the run is over: the next
-// run finds the sandbox's own scratch mount there again, and the caller's
-// workspace is in no namespace of the sandbox's any more.
-void detach_workspace(struct config *c)
-{
-	if (!c->attached)
-		return;
-	char dst[PATH_MAX];
-	in_root(c, c->attached, dst);
-	if (umount2(dst, MNT_DETACH) < 0)
-		fail("detach workspace %.256s", c->attached);
-	c->attached = NULL;
 }
 
 void op_file(const struct config *c, const struct op *o)
@@ -279,15 +263,6 @@ void mount_proc(const char *dst)
 		if (access(p, F_OK) == 0 && mount("/dev/null", p, NULL, MS_BIND, NULL) < 0)
 			fail("mask /proc/%s", masked[i]);
 	}
-}
-
-// unmount_run_proc takes the /proc of the latest run's PID namespace off
-// the sandbox's, once that run is over. It returns -1 if it cannot.
-int unmount_run_proc(const struct config *c)
-{
-	if (!c->proc)
-		return 0;
-	return umount2(c->proc, MNT_DETACH);
 }
 
 // op_proc mounts the init's /proc, and records where it is: each run
@@ -542,87 +517,73 @@ void open_sources(struct config *c)
 		fail("parent-death signal");
 }
 
-// clear_dir removes everything below the directory dirfd, visiting at most
-// *budget entries and depth levels. It returns -1 when that is not enough
-// or anything fails: the caller then mounts the scratch afresh.
-static int clear_dir(int dirfd, int depth, int *budget)
+// run_fs_op reports whether code is one of the changes a run makes to
+// the filesystem, the only ones a later run of a sealed sandbox may ask
+// for besides the program's own settings.
+int run_fs_op(uint32_t code)
 {
-	char buf[4096] __attribute__((aligned(8)));
-	for (;;) {
-		long n = syscall(SYS_getdents64, dirfd, buf, sizeof buf);
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;
-		for (long off = 0; off < n;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			off += d->d_reclen;
-			if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-				continue;
-			if (--*budget < 0)
-				return -1;
-			if (d->d_type == DT_DIR) {
-				if (depth == 0)
-					return -1;
-				int sub = openat(dirfd, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub < 0)
-					return -1;
-				int r = clear_dir(sub, depth - 1, budget);
-				close(sub);
-				if (r < 0 || unlinkat(dirfd, d->d_name, AT_REMOVEDIR) < 0)
-					return -1;
-			} else if (d->d_type == DT_UNKNOWN || unlinkat(dirfd, d->d_name, 0) < 0) {
-				return -1;
-			}
-		}
+	return code == OP_MKDIR || code == OP_FILE || code == OP_ATTACH;
+}
+
+// apply_fs_op makes one change of run_fs_op's.
+void apply_fs_op(struct config *c, const struct op *o)
+{
+	char path[PATH_MAX];
+	switch (o->code) {
+	case OP_MKDIR:
+		want_args(o, 4);
+		in_root(c, o->argv[0].s, path);
+		mkdir_all(c->root, path, (mode_t)number(&o->argv[1], 8));
+		if (chown(path, (uid_t)number(&o->argv[2], 10), (gid_t)number(&o->argv[3], 10)) < 0)
+			fail("chown %.256s", o->argv[0].s);
+		if (chmod(path, (mode_t)number(&o->argv[1], 8)) < 0)
+			fail("chmod %.256s", o->argv[0].s);
+		break;
+	case OP_FILE:
+		op_file(c, o);
+		break;
+	case OP_ATTACH:
+		op_attach(c, o);
+		break;
 	}
 }
 
-// is_empty reports whether the directory dirfd holds nothing but . and ..
-static int is_empty(int dirfd)
+// attach_target reports whether the run's phase attaches its host
+// workspace on dst.
+static int attach_target(const struct config *c, const char *dst)
 {
-	char buf[1024] __attribute__((aligned(8)));
-	if (lseek(dirfd, 0, SEEK_SET) < 0)
-		return 0;
-	long n = syscall(SYS_getdents64, dirfd, buf, sizeof buf);
-	if (n < 0)
-		return 0;
-	for (long off = 0; off < n;) {
-		struct dirent64 *d = (struct dirent64 *)(buf + off);
-		off += d->d_reclen;
-		if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0)
-			return 0;
-	}
-	return 1;
-}
-
-// reset_scratch makes each scratch mount of a kept sandbox what it was
-// before the run: a run that left a few files costs their removal; one
-// that left more, changed the mount's root (its mode, owner or extended
-// attributes) or anything that cannot be removed costs a new tmpfs, as
-// does every run with OP_KEEP_FRESH. A scratch mount that a host
-// workspace covered for the whole run (covered, its path) was out of the
-// run's reach and is left as it is. It returns -1 if a mount fails.
-int reset_scratch(const struct exec_plan *plan, const char *covered)
-{
-	const struct op *o = plan->keep;
-	for (uint32_t i = 0; i < o->argc; i += 2) {
-		const char *dst = o->argv[i].s, *opts = o->argv[i + 1].s;
-		if (covered && strcmp(dst, covered) == 0)
-			continue;
-		const struct stat *want = &plan->scratch[i / 2];
-		struct stat st;
-		int budget = 256;
-		int fd = plan->fresh ? -1 : open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int clean = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino &&
-			    st.st_mode == want->st_mode && st.st_uid == want->st_uid && st.st_gid == want->st_gid &&
-			    flistxattr(fd, NULL, 0) == 0 && clear_dir(fd, 8, &budget) == 0 && is_empty(fd);
-		if (fd >= 0)
-			close(fd);
-		if (clean)
-			continue;
-		if (umount2(dst, MNT_DETACH) < 0 || mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-			return -1;
+	for (size_t i = 0; i < c->nops; i++) {
+		const struct op *o = &c->ops[i];
+		if (o->code == OP_ATTACH && o->argc == 1 && strcmp(o->argv[0].s, dst) == 0)
+			return 1;
 	}
 	return 0;
+}
+
+// run_mounts gives a run of a kept sandbox a mount namespace of its own,
+// a copy of the sandbox's, in the run's init: each scratch mount of
+// plan's OP_KEEP mounted anew over the sandbox's (but where the run's host
+// workspace goes), then the run's own changes to the filesystem (files,
+// directories, the workspace) made there. The sandbox's namespace
+// never changes after the first run: nothing needs emptying or unmounting
+// once the run is over, and its exit tears all of the run's mounts down
+// at once, a single wait for the kernel's grace period where unmounting
+// them one by one waited once per mount.
+void run_mounts(struct config *c, const struct exec_plan *plan)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("unshare the run's mount namespace");
+	const struct op *k = plan->keep;
+	for (uint32_t i = 0; i + 1 < k->argc; i += 2) {
+		const char *dst = k->argv[i].s, *opts = k->argv[i + 1].s;
+		if (attach_target(c, dst))
+			continue;
+		char path[PATH_MAX];
+		in_root(c, dst, path);
+		if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			fail("mount scratch %.256s", dst);
+	}
+	for (size_t i = 0; i < c->nops; i++)
+		if (run_fs_op(c->ops[i].code))
+			apply_fs_op(c, &c->ops[i]);
 }

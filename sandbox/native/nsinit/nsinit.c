@@ -18,14 +18,11 @@
 #include "internal.h"
 
 // allowed_later reports whether a later run, in a sealed sandbox, may
-// ask for op: the program's own settings and its files in the scratch
+// ask for op: the program's own settings and its changes to the scratch
 // mounts, which are the only writable places left.
 static int allowed_later(uint32_t op)
 {
 	switch (op) {
-	case OP_MKDIR:
-	case OP_FILE:
-	case OP_REMOUNT:
 	case OP_RLIMIT:
 	case OP_USER:
 	case OP_CWD:
@@ -33,32 +30,28 @@ static int allowed_later(uint32_t op)
 	case OP_ENV:
 	case OP_STDIN_NULL:
 	case OP_KEEP:
-	case OP_KEEP_FRESH:
-	case OP_ATTACH:
 		return 1;
 	}
+	return run_fs_op(op);
+}
+
+// keeps reports whether the phase in c asks for the sandbox to be kept
+// after its run.
+static int keeps(const struct config *c)
+{
+	for (size_t i = 0; i < c->nops; i++)
+		if (c->ops[i].code == OP_KEEP)
+			return 1;
 	return 0;
 }
 
 // keep records that the sandbox serves another run after this one, and
-// what its scratch mounts look like while the program has not yet run.
-static void keep(const struct config *c, struct exec_plan *plan, const struct op *o)
+// the scratch mounts each run gets anew.
+static void keep(struct exec_plan *plan, const struct op *o)
 {
-	if (o->argc % 2 != 0 || o->argc / 2 > MAX_SCRATCH) {
+	if (o->argc == 0 || o->argc % 2 != 0 || o->argc / 2 > MAX_SCRATCH) {
 		errno = 0;
 		fail("config: op %u with %u arguments", o->code, o->argc);
-	}
-	// The scratch mounts are recorded as the sandbox's own: a workspace
-	// attached over one of them comes after.
-	if (c->attached) {
-		errno = 0;
-		fail("config: keep after attach");
-	}
-	for (uint32_t i = 0; i < o->argc; i += 2) {
-		char path[PATH_MAX];
-		in_root(c, o->argv[i].s, path);
-		if (lstat(path, &plan->scratch[i / 2]) < 0 || !S_ISDIR(plan->scratch[i / 2].st_mode))
-			fail("scratch mount %.256s", o->argv[i].s);
 	}
 	plan->keep = o;
 	// What the network namespace must look like after each run: as
@@ -69,14 +62,23 @@ static void keep(const struct config *c, struct exec_plan *plan, const struct op
 
 // apply carries out the operations of one phase. The program's own
 // settings are only recorded in plan; they take effect in its process.
+// So are the run's changes to the filesystem in a phase that keeps the
+// sandbox: the run's init makes them in the run's own mount namespace
+// (run_mounts).
 static void apply(struct config *c, struct exec_plan *plan)
 {
+	int per_run = keeps(c);
 	for (size_t i = 0; i < c->nops; i++) {
 		const struct op *o = &c->ops[i];
 		char path[PATH_MAX];
 		if (c->later && !allowed_later(o->code)) {
 			errno = 0;
 			fail("config: op %u in a later run", o->code);
+		}
+		if (run_fs_op(o->code)) {
+			if (!per_run)
+				apply_fs_op(c, o);
+			continue;
 		}
 		switch (o->code) {
 		case OP_CGROUPNS:
@@ -100,20 +102,8 @@ static void apply(struct config *c, struct exec_plan *plan)
 			if (mount("tmpfs", c->root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755") < 0)
 				fail("mount root tmpfs at %.256s", c->root);
 			break;
-		case OP_MKDIR:
-			want_args(o, 4);
-			in_root(c, o->argv[0].s, path);
-			mkdir_all(c->root, path, (mode_t)number(&o->argv[1], 8));
-			if (chown(path, (uid_t)number(&o->argv[2], 10), (gid_t)number(&o->argv[3], 10)) < 0)
-				fail("chown %.256s", o->argv[0].s);
-			if (chmod(path, (mode_t)number(&o->argv[1], 8)) < 0)
-				fail("chmod %.256s", o->argv[0].s);
-			break;
 		case OP_BIND:
 			op_bind(c, o);
-			break;
-		case OP_ATTACH:
-			op_attach(c, o);
 			break;
 		case OP_SYMLINK:
 			want_args(o, 2);
@@ -128,15 +118,6 @@ static void apply(struct config *c, struct exec_plan *plan)
 			mkdir_all(c->root, path, 0755);
 			if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, o->argv[1].s) < 0)
 				fail("mount tmpfs on %.256s", o->argv[0].s);
-			break;
-		case OP_REMOUNT:
-			want_args(o, 2);
-			in_root(c, o->argv[0].s, path);
-			if (mount(NULL, path, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, o->argv[1].s) < 0)
-				fail("remount %.256s", o->argv[0].s);
-			break;
-		case OP_FILE:
-			op_file(c, o);
 			break;
 		case OP_DEV:
 			op_dev(c, o);
@@ -192,14 +173,22 @@ static void apply(struct config *c, struct exec_plan *plan)
 			plan->stdin_null = 1;
 			break;
 		case OP_KEEP:
-		case OP_KEEP_FRESH:
-			keep(c, plan, o);
-			plan->fresh = o->code == OP_KEEP_FRESH;
+			keep(plan, o);
 			break;
 		default:
 			errno = 0;
 			fail("config: unknown op %u", o->code);
 		}
+	}
+}
+
+// unused_attach lets go of a mount sent for nothing before the program
+// runs. In a kept sandbox the run's init attaches it (run_mounts).
+static void unused_attach(struct config *c, const struct exec_plan *plan)
+{
+	if (c->attach >= 0 && !plan->keep) {
+		close(c->attach);
+		c->attach = -1;
 	}
 }
 
@@ -231,10 +220,7 @@ static void next_run(struct config *c, struct exec_plan *plan)
 	c->frame = buf;
 	apply(c, plan);
 	finish_plan(plan);
-	if (c->attach >= 0) {
-		close(c->attach);
-		c->attach = -1;
-	}
+	unused_attach(c, plan);
 }
 
 // run builds the sandbox in two phases and runs the program. The first
@@ -282,11 +268,7 @@ static void __attribute__((noreturn)) run(void)
 	c.frame = buf;
 	apply(&c, &plan);
 	finish_plan(&plan);
-	// A mount sent for nothing is let go before the program runs.
-	if (c.attach >= 0) {
-		close(c.attach);
-		c.attach = -1;
-	}
+	unused_attach(&c, &plan);
 
 	// Detaching the host's tree, when it is still attached, waits for the
 	// kernel, and overlaps the start of the run. Otherwise sealing is
@@ -295,37 +277,35 @@ static void __attribute__((noreturn)) run(void)
 	if (!overlapped)
 		seal(&c);
 	for (;;) {
+		// The run's init attaches the host workspace in its own mount
+		// namespace and closes its copy of the descriptor; this is the
+		// init's.
+		int attach = c.attach;
 		int ws = run_program(&c, &plan, overlapped);
+		if (attach >= 0)
+			close(attach);
+		c.attach = -1;
 		overlapped = 0;
 		// Every process of the run is gone (the run's init killed and
 		// reaped them) but the run's init. The report says the run is
 		// over: the backend may then hand the workspace back without
 		// waiting for the namespaces to be torn down.
-		if (!plan.keep) {
-			report("X %d\n", ws);
-			_exit(0);
-		}
-		// A kept sandbox's next run finds empty scratch mounts, new PID
-		// and IPC namespaces with a /proc of its own (run_program), and
-		// the cgroup's counters reset by the backend. The caller's workspace is
-		// detached before the report, which hands it back.
-		const char *covered = c.attached;
-		detach_workspace(&c);
 		report("X %d\n", ws);
+		if (!plan.keep)
+			_exit(0);
 		// The rest is done while the backend takes the result in. The
 		// next run must find no socket in the network namespace and its
 		// counters as they were before the first run: where this run
 		// left a socket (a TCP connection in TIME_WAIT outlives its
-		// process) or moved a counter, or a scratch mount cannot be
-		// made anew, the sandbox ends. "R" says it is ready: the
-		// backend reads it before it gives the sandbox another run.
-		if (unmount_run_proc(&c) < 0 || !network_clean() || reset_scratch(&plan, covered) < 0)
+		// process) or moved a counter, the sandbox ends. The run's
+		// mounts go with its init, whose exit is awaited: the memory of
+		// its scratch mounts is then no longer charged. "R" says the
+		// sandbox is ready: the backend reads it before it gives the
+		// sandbox another run.
+		if (!network_clean())
 			_exit(0);
+		reap_run(c.run);
 		report("R\n");
-		// The run's init is about to exit (its namespaces are being
-		// torn down): it is reaped as soon as it has, while the sandbox
-		// waits for its next run.
-		await_next(c.run);
 		c.later = 1;
 		next_run(&c, &plan);
 	}

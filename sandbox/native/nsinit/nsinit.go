@@ -39,12 +39,10 @@ const (
 	OpDev       = C.OP_DEV
 	OpStdinNull = C.OP_STDIN_NULL
 	OpPreopen   = C.OP_PREOPEN
-	OpRemount   = C.OP_REMOUNT
 	OpKeep      = C.OP_KEEP
 	OpUsernsMax = C.OP_USERNS_MAX
 	OpAttach    = C.OP_ATTACH
 	OpGiven     = C.OP_GIVEN
-	OpKeepFresh = C.OP_KEEP_FRESH
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

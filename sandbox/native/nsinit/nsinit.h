@@ -6,12 +6,13 @@
  * program has ended, for another run in the same sandbox: its frame comes
  * with the run's stdin, stdout and stderr as SCM_RIGHTS on its first byte
  * (and a fourth descriptor, the detached mount of the run's host workspace,
- * when it has one), and holds only OP_FILE, OP_MKDIR, OP_REMOUNT, OP_ATTACH
+ * when it has one), and holds only OP_FILE, OP_MKDIR, OP_ATTACH, OP_KEEP
  * and the program's own operations (the init refuses any other; in the
  * sealed root only the scratch mounts can take a file or a directory).
- * OP_KEEP comes before OP_ATTACH: the scratch mounts it records are the
- * sandbox's own, not the workspace attached over one of them, which the
- * init detaches once the run is over.
+ * Each run of a phase with OP_KEEP has a mount namespace of its own, a copy
+ * of the sandbox's with each scratch mount OP_KEEP names mounted anew, where
+ * its OP_FILE, OP_MKDIR and OP_ATTACH are made; it goes with the
+ * run, so the sandbox's own mounts never change after the first phase.
  * Each operation is: u32 op, u32 argc, then argc times (u32 len, len bytes,
  * one NUL). Integers are in host byte order: both ends are the same binary
  * on the same machine.
@@ -27,9 +28,9 @@
  * program has ended (and, with OP_KEEP, once nothing of the run is left),
  * or "E <reason>" when the sandbox could not be set up, after which it
  * exits. With OP_KEEP, once it has made the sandbox ready for another run
- * (the network namespace checked, the scratch mounts emptied or mounted
- * anew) it writes "R"; where it cannot (a socket or a moved counter left
- * in the network namespace) it exits instead, without a word. */
+ * (the network namespace checked, the run's namespaces torn down) it writes
+ * "R"; where it cannot (a socket or a moved counter left in the network
+ * namespace) it exits instead, without a word. */
 #ifndef CODERUNNER_NSINIT_H
 #define CODERUNNER_NSINIT_H
 
@@ -53,20 +54,16 @@ enum nsinit_op {
 	OP_DEV = 17,	    /* name: bind /dev/<name> from the host */
 	OP_STDIN_NULL = 18, /* (none): the program reads /dev/null */
 	OP_PREOPEN = 19,    /* path: open a bind source a later phase may use */
-	OP_REMOUNT = 20,    /* dst, options: change the options of a tmpfs */
-	OP_KEEP = 21,	    /* (dst, options)...: after the program, kill what is
-			    left, make each dst an empty tmpfs with options
-			    again, and wait for another run */
+	OP_KEEP = 21,	    /* (dst, options)...: run in a mount namespace of
+			    the run's own where each dst is a new tmpfs with
+			    options; after the program, kill what is left and
+			    wait for another run */
 	OP_USERNS_MAX = 22, /* name, value: write /proc/sys/user/<name> (a
 			       max_* entry) of the sandbox's user namespace */
 	OP_ATTACH = 23,	    /* dst: attach the detached mount that came with the
 			    second phase on dst */
 	OP_GIVEN = 24,	    /* path: the bind source path is the next descriptor
 			    that came with the first phase */
-	OP_KEEP_FRESH = 25, /* (dst, options)...: as OP_KEEP, but each dst is
-			    mounted anew after every run, never emptied: the
-			    next run (another request's) cannot tell even how
-			    many inodes the tmpfs numbered before */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"

@@ -194,7 +194,7 @@ static int wait_program(pid_t child)
 // the first run's IPC objects are not the sandbox init's either.
 
 struct run_args {
-	const struct config *c;
+	struct config *c;
 	struct exec_plan *plan;
 	// result is the pipe the run's init writes the program's wait
 	// status to; go, unless -1, the pipe it waits on until the sandbox's
@@ -278,10 +278,14 @@ static int run_main(void *p)
 		close(a->c->host);
 	close(NSINIT_CONFIG_FD);
 	network_close_fds();
+	// A kept sandbox's run has a mount namespace of its own, with its
+	// scratch mounts and its files.
+	if (a->plan->keep)
+		run_mounts(a->c, a->plan);
 	// A /proc of the run's PID namespace, over the sandbox's, which
 	// lists the sandbox init's namespace, where the program's process ids
-	// would tell how many the earlier runs made. A kept sandbox's init
-	// unmounts it once the run is over (unmount_run_proc).
+	// would tell how many the earlier runs made. In a kept sandbox it is
+	// in the run's mount namespace, which goes with the run.
 	if (a->c->proc)
 		mount_proc(a->c->proc);
 	int pipefd[2];
@@ -307,63 +311,20 @@ static int run_main(void *p)
 	_exit(0);
 }
 
-// reap_runs waits for every run's init to end and reaps it. Nothing else
+// reap_run waits until the run's init has ended and reaps it. Its exit
+// tears the run's namespaces down, its mounts and their memory with
+// them, which the next run's cgroup must not find charged. Nothing else
 // can be left in the sandbox's PID namespace: every process of a run is
 // in the run's.
-void reap_runs(void)
+void reap_run(pid_t run)
 {
 	for (;;) {
 		pid_t pid = waitpid(-1, NULL, __WALL);
-		if (pid > 0 || (pid < 0 && errno == EINTR))
-			continue;
-		return;
+		if (pid == run || (pid < 0 && errno == ECHILD))
+			return;
+		if (pid < 0 && errno != EINTR)
+			fail("reap the run's init");
 	}
-}
-
-// reap_ended reaps every run's init that has ended, without waiting.
-static void reap_ended(void)
-{
-	for (;;) {
-		pid_t pid = waitpid(-1, NULL, __WALL | WNOHANG);
-		if (pid > 0 || (pid < 0 && errno == EINTR))
-			continue;
-		return;
-	}
-}
-
-// await_next waits, in a kept sandbox, until the next run's phase can be
-// read (or the backend closed the socket), and meanwhile reaps the latest
-// run's init as soon as its exit is over. That exit tears the run's
-// namespaces down: the next run need not wait for it, since nothing of
-// the run is left but that init, which runs no code of the run's. An
-// idle sandbox so holds no zombie for longer than that exit takes. Where
-// the kernel has no pidfds, the init is reaped first, as it waits.
-void await_next(pid_t run)
-{
-	int pidfd = (int)syscall(SYS_pidfd_open, run, 0);
-	if (pidfd < 0) {
-		reap_runs();
-		return;
-	}
-	struct pollfd p[2] = {{.fd = NSINIT_CONFIG_FD, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
-	nfds_t n = 2;
-	for (;;) {
-		if (poll(p, n, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			fail("wait for the next run");
-		}
-		if (n == 2 && p[1].revents) {
-			reap_ended();
-			close(pidfd);
-			n = 1;
-		}
-		if (p[0].revents)
-			break;
-	}
-	if (n == 2)
-		close(pidfd);
-	reap_ended();
 }
 
 // run_program runs the program in namespaces of its own and returns its
@@ -412,7 +373,8 @@ int run_program(struct config *c, struct exec_plan *plan, int overlapped)
 	}
 	// The status comes once the run's init is alone and about to exit.
 	// Its exit then tears its namespaces down: the run is over before
-	// that, and the init reaps it after its report (await_next).
+	// that, and a kept sandbox's init reaps it after its report
+	// (reap_run).
 	int ws;
 	ssize_t n;
 	do {
