@@ -489,7 +489,7 @@ func decodeJSON(r io.Reader, v any) error {
 	case errors.Is(err, io.EOF):
 		return errors.New("body: empty; a JSON object is expected")
 	case errors.As(err, &te) && te.Field != "":
-		return fmt.Errorf("%s: must not be a JSON %s", te.Field, te.Value)
+		return fmt.Errorf("%s: must not be a JSON %s", strictjson.FieldPath(te, v), te.Value)
 	case err != nil:
 		if uf := (*strictjson.UnknownFieldError)(nil); errors.As(strictjson.Explain(err, doc, v), &uf) {
 			return uf
