@@ -131,28 +131,23 @@ func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *invo
 	writeJSON(w, http.StatusOK, res)
 }
 
-// runRequest is the /v1/run body.
+// runRequest is the /v1/run body: the fields every front end takes, and
+// the limits as an object (timeout standing for limits.time_limit).
 type runRequest struct {
-	Language  string                  `json:"language"`
-	Code      string                  `json:"code"`
-	Stdin     string                  `json:"stdin"`
-	Timeout   *float64                `json:"timeout"`
-	SessionID *string                 `json:"session_id"`
-	Limits    execute.ExecutionLimits `json:"limits"`
-	// Mode "interpreter" runs the code as a cell of the session's live
-	// interpreter.
-	Mode string `json:"mode"`
-	// SessionTTLSeconds sets the idle timeout of the session.
-	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
+	execute.RunFields
+	Limits execute.ExecutionLimits `json:"limits"`
+}
 
-	// A program of several files, and the artifacts' contents.
-	Files     []multifile.File        `json:"files"`
-	Entry     string                  `json:"entry"`
-	Artifacts execute.ArtifactOptions `json:"artifacts"`
-
-	Args          []string          `json:"args"`
-	CompilerFlags []string          `json:"compiler_flags"`
-	Env           map[string]string `json:"env"`
+// request is the executor's request of rr, its time limit taken from
+// timeout when limits has none, without the session's idle timeout;
+// viaTimeout says the time limit came from timeout, for the error that
+// names it.
+func (rr *runRequest) request() (req execute.Request, viaTimeout bool) {
+	req = rr.Request(rr.Limits)
+	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
+		req.Limits.TimeLimit = *rr.Timeout
+	}
+	return req, rr.Timeout != nil
 }
 
 // handleRun is POST /v1/run: one program, its result in the response.
@@ -165,15 +160,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID,
-		Files: rr.Files, Entry: rr.Entry, Artifacts: rr.Artifacts}
-	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
-	req.Mode = rr.Mode
-	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
-		req.Limits.TimeLimit = *rr.Timeout
-	}
+	req, viaTimeout := rr.request()
 	if err := precheckRun(req); err != nil {
-		s.refuseRun(w, r, err, rr.Timeout != nil)
+		s.refuseRun(w, r, err, viaTimeout)
 		return
 	}
 	if rr.SessionTTLSeconds != nil {
@@ -195,7 +184,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	if wantsEventStream(r) {
-		s.streamRun(ctx, w, r, req, rr.Timeout != nil)
+		s.streamRun(ctx, w, r, req, viaTimeout)
 		return
 	}
 	start := time.Now()
@@ -204,7 +193,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	case ctx.Err() != nil:
 		s.cancelled(w, r)
 	case err != nil:
-		s.refuseRun(w, r, err, rr.Timeout != nil)
+		s.refuseRun(w, r, err, viaTimeout)
 	default:
 		s.metrics.finished("run", string(res.Status), runReason(res), time.Since(start))
 		writeJSON(w, http.StatusOK, res)
