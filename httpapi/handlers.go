@@ -138,18 +138,6 @@ type runRequest struct {
 	Limits execute.ExecutionLimits `json:"limits"`
 }
 
-// request is the executor's request of rr, its time limit taken from
-// timeout when limits has none, without the session's idle timeout;
-// viaTimeout says the time limit came from timeout, for the error that
-// names it.
-func (rr *runRequest) request() (req execute.Request, viaTimeout bool) {
-	req = rr.Request(rr.Limits)
-	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
-		req.Limits.TimeLimit = *rr.Timeout
-	}
-	return req, rr.Timeout != nil
-}
-
 // handleRun is POST /v1/run: one program, its result in the response.
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	body := s.body(w, r)
@@ -160,18 +148,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req, viaTimeout := rr.request()
-	if err := precheckRun(req); err != nil {
-		s.refuseRun(w, r, err, viaTimeout)
+	req, viaTimeout, ok := s.runOf(w, r, &rr)
+	if !ok {
 		return
-	}
-	if rr.SessionTTLSeconds != nil {
-		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
-		if err != nil {
-			writeError(w, r, http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
-			return
-		}
-		req.SessionTTL = ttl
 	}
 	held, ok := s.hold(w, r, 1)
 	if !ok {
@@ -198,6 +177,31 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.metrics.finished("run", string(res.Status), runReason(res), time.Since(start))
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+// runOf makes the executor's request of a /v1/run body (of /v1/run and
+// /v1/run/ws alike), its time limit taken from timeout when limits has
+// none, and checks what can be checked before a slot is taken; ok is
+// false when it answered w with the refusal. viaTimeout says the time
+// limit came from timeout, for the errors that name it.
+func (s *Server) runOf(w http.ResponseWriter, r *http.Request, rr *runRequest) (req execute.Request, viaTimeout, ok bool) {
+	req, viaTimeout = rr.Request(rr.Limits), rr.Timeout != nil
+	if viaTimeout && req.Limits.TimeLimit == 0 {
+		req.Limits.TimeLimit = *rr.Timeout
+	}
+	if err := precheckRun(req); err != nil {
+		s.refuseRun(w, r, err, viaTimeout)
+		return req, viaTimeout, false
+	}
+	if rr.SessionTTLSeconds != nil {
+		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
+		if err != nil {
+			writeError(w, r, http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
+			return req, viaTimeout, false
+		}
+		req.SessionTTL = ttl
+	}
+	return req, viaTimeout, true
 }
 
 // sessionTTL checks a request's session_ttl_seconds.
