@@ -131,28 +131,11 @@ func (s *Server) finishExecute(w http.ResponseWriter, r *http.Request, res *invo
 	writeJSON(w, http.StatusOK, res)
 }
 
-// runRequest is the /v1/run body.
+// runRequest is the /v1/run body: the fields every front end takes, and
+// the limits as an object (timeout standing for limits.time_limit).
 type runRequest struct {
-	Language  string                  `json:"language"`
-	Code      string                  `json:"code"`
-	Stdin     string                  `json:"stdin"`
-	Timeout   *float64                `json:"timeout"`
-	SessionID *string                 `json:"session_id"`
-	Limits    execute.ExecutionLimits `json:"limits"`
-	// Mode "interpreter" runs the code as a cell of the session's live
-	// interpreter.
-	Mode string `json:"mode"`
-	// SessionTTLSeconds sets the idle timeout of the session.
-	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
-
-	// A program of several files, and the artifacts' contents.
-	Files     []multifile.File        `json:"files"`
-	Entry     string                  `json:"entry"`
-	Artifacts execute.ArtifactOptions `json:"artifacts"`
-
-	Args          []string          `json:"args"`
-	CompilerFlags []string          `json:"compiler_flags"`
-	Env           map[string]string `json:"env"`
+	execute.RunFields
+	Limits execute.ExecutionLimits `json:"limits"`
 }
 
 // handleRun is POST /v1/run: one program, its result in the response.
@@ -165,24 +148,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req := execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID,
-		Files: rr.Files, Entry: rr.Entry, Artifacts: rr.Artifacts}
-	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
-	req.Mode = rr.Mode
-	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
-		req.Limits.TimeLimit = *rr.Timeout
-	}
-	if err := precheckRun(req); err != nil {
-		s.refuseRun(w, r, err, rr.Timeout != nil)
+	req, viaTimeout, ok := s.runOf(w, r, &rr)
+	if !ok {
 		return
-	}
-	if rr.SessionTTLSeconds != nil {
-		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
-		if err != nil {
-			writeError(w, r, http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
-			return
-		}
-		req.SessionTTL = ttl
 	}
 	held, ok := s.hold(w, r, 1)
 	if !ok {
@@ -195,7 +163,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	if wantsEventStream(r) {
-		s.streamRun(ctx, w, r, req, rr.Timeout != nil)
+		s.streamRun(ctx, w, r, req, viaTimeout)
 		return
 	}
 	start := time.Now()
@@ -204,11 +172,36 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	case ctx.Err() != nil:
 		s.cancelled(w, r)
 	case err != nil:
-		s.refuseRun(w, r, err, rr.Timeout != nil)
+		s.refuseRun(w, r, err, viaTimeout)
 	default:
 		s.metrics.finished("run", string(res.Status), runReason(res), time.Since(start))
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+// runOf makes the executor's request of a /v1/run body (of /v1/run and
+// /v1/run/ws alike), its time limit taken from timeout when limits has
+// none, and checks what can be checked before a slot is taken; ok is
+// false when it answered w with the refusal. viaTimeout says the time
+// limit came from timeout, for the errors that name it.
+func (s *Server) runOf(w http.ResponseWriter, r *http.Request, rr *runRequest) (req execute.Request, viaTimeout, ok bool) {
+	req, viaTimeout = rr.Request(rr.Limits), rr.Timeout != nil
+	if viaTimeout && req.Limits.TimeLimit == 0 {
+		req.Limits.TimeLimit = *rr.Timeout
+	}
+	if err := precheckRun(req); err != nil {
+		s.refuseRun(w, r, err, viaTimeout)
+		return req, viaTimeout, false
+	}
+	if rr.SessionTTLSeconds != nil {
+		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
+		if err != nil {
+			writeError(w, r, http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
+			return req, viaTimeout, false
+		}
+		req.SessionTTL = ttl
+	}
+	return req, viaTimeout, true
 }
 
 // sessionTTL checks a request's session_ttl_seconds.
@@ -489,7 +482,7 @@ func decodeJSON(r io.Reader, v any) error {
 	case errors.Is(err, io.EOF):
 		return errors.New("body: empty; a JSON object is expected")
 	case errors.As(err, &te) && te.Field != "":
-		return fmt.Errorf("%s: must not be a JSON %s", te.Field, te.Value)
+		return fmt.Errorf("%s: must not be a JSON %s", strictjson.FieldPath(te, v), te.Value)
 	case err != nil:
 		if uf := (*strictjson.UnknownFieldError)(nil); errors.As(strictjson.Explain(err, doc, v), &uf) {
 			return uf

@@ -314,25 +314,11 @@ func (in *interactive) request(data []byte) (req execute.Request, viaTimeout, ok
 		in.refuse(http.StatusBadRequest, CodeBadRequest, "mode: an interactive run is a program fed stdin; a cell of an interpreter (mode \"interpreter\") takes none: use POST /v1/run")
 		return req, false, false
 	}
-	req = execute.Request{Language: rr.Language, Code: rr.Code, Stdin: rr.Stdin, Limits: rr.Limits, SessionID: rr.SessionID}
-	req.Args, req.CompilerFlags, req.Env = rr.Args, rr.CompilerFlags, rr.Env
-	if rr.Timeout != nil && req.Limits.TimeLimit == 0 {
-		req.Limits.TimeLimit = *rr.Timeout
+	rec := &bufferedAnswer{header: http.Header{}}
+	if req, viaTimeout, ok = s.runOf(rec, r, &rr); !ok {
+		in.sendRefusal(rec)
 	}
-	viaTimeout = rr.Timeout != nil
-	if err := precheckRun(req); err != nil {
-		in.refuseWith(func(w http.ResponseWriter) { s.refuseRun(w, r, err, viaTimeout) })
-		return req, false, false
-	}
-	if rr.SessionTTLSeconds != nil {
-		ttl, err := s.sessionTTL(*rr.SessionTTLSeconds, req.SessionID != nil)
-		if err != nil {
-			in.refuse(http.StatusBadRequest, CodeBadRequest, "session_ttl_seconds: "+err.Error())
-			return req, false, false
-		}
-		req.SessionTTL = ttl
-	}
-	return req, viaTimeout, true
+	return req, viaTimeout, ok
 }
 
 // run runs req with its output sent as it is produced and its result

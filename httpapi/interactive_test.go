@@ -191,6 +191,32 @@ func TestInteractiveEcho(t *testing.T) {
 	}
 }
 
+// TestInteractiveFiles: an interactive run is the program its request
+// names, as on /v1/run: its files, its entry and the artifacts' options
+// reach the run, none of them dropped.
+func TestInteractiveFiles(t *testing.T) {
+	got := make(chan execute.Request, 1)
+	ts := wsServer(t, func(ctx context.Context, req execute.Request) (*execute.Result, error) {
+		got <- req
+		return &execute.Result{Status: execute.StatusSuccess, Language: req.Language}, nil
+	}, nil)
+	c := wsOpen(t, ts, map[string]any{"language": "python", "entry": "main.py",
+		"files": []any{
+			map[string]any{"path": "main.py", "content": "import helper\n"},
+			map[string]any{"path": "helper.py", "content": "print(input())\n"},
+		},
+		"artifacts": map[string]any{"include_content": true, "max_bytes": 100},
+	})
+	if _, last, status := wsEnd(t, c); last.Type != "result" || status != websocket.StatusNormalClosure {
+		t.Fatalf("last %+v, close %v", last, status)
+	}
+	req := <-got
+	if len(req.Files) != 2 || req.Files[0].Path != "main.py" || req.Files[1].Path != "helper.py" || req.Entry != "main.py" ||
+		req.Artifacts != (execute.ArtifactOptions{IncludeContent: true, MaxBytes: 100}) {
+		t.Fatalf("files %+v, entry %q, artifacts %+v", req.Files, req.Entry, req.Artifacts)
+	}
+}
+
 // TestInteractiveHandshakeRefused: without the token, with a wrong one,
 // and from a foreign web page the handshake is refused over HTTP and no
 // run starts.
@@ -261,6 +287,8 @@ func TestInteractiveBadMessages(t *testing.T) {
 		{"unknown language", websocket.MessageText, `{"language":"cobol","code":"x"}`, CodeBadRequest},
 		{"two documents", websocket.MessageText, `{"language":"python","code":"x"}{}`, CodeBadRequest},
 		{"interpreter mode", websocket.MessageText, `{"language":"python","code":"x","session_id":"a","mode":"interpreter"}`, CodeBadRequest},
+		{"file leaving the workspace", websocket.MessageText, `{"language":"python","code":"x","files":[{"path":"../x","content":""}]}`, CodeBadRequest},
+		{"artifacts out of range", websocket.MessageText, `{"language":"python","code":"x","artifacts":{"max_bytes":-1}}`, CodeBadRequest},
 	}
 	for _, tc := range before {
 		c, _, err := wsDial(t, ts, nil)

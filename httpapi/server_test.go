@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/coderunner/coderunner/internal/strictjson"
 	"github.com/coderunner/coderunner/invoke"
 )
 
@@ -347,6 +349,27 @@ func FuzzRunDecode(f *testing.F) {
 			t.Errorf("error %q does not start with a field name", err)
 		}
 	})
+}
+
+// TestRunTypeErrorsNameTheField: a value of the wrong type in any field
+// of the /v1/run body (those it shares with MCP's execute_code, which
+// come from an embedded struct, among them) is refused naming the field
+// as the client wrote it.
+func TestRunTypeErrorsNameTheField(t *testing.T) {
+	s, _ := newTestServer(t, nil)
+	names := strictjson.Names(runRequest{})
+	if !slices.Contains(names, "limits") || !slices.Contains(names, "session_id") {
+		t.Fatalf("fields %v", names)
+	}
+	for _, name := range names {
+		// No field of the body is a boolean; a repeated key's last value
+		// is the one decoded.
+		body := fmt.Sprintf(`{"language":"python","code":"x",%q:true}`, name)
+		rec := do(t, s, "POST", "/v1/run", body, nil)
+		if want := name + ": must not be a JSON bool"; rec.Code != 400 || errOf(t, rec).Message != want {
+			t.Errorf("%s: %d %s, want 400 %q", name, rec.Code, rec.Body, want)
+		}
+	}
 }
 
 // TestRequestCountsByRouteAndCode checks the request counter of each

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"slices"
 	"strings"
+
+	"github.com/coderunner/coderunner/internal/strictjson"
 )
 
 // maxArgsBytes bounds the arguments of one call, so that decoding cannot
@@ -46,37 +47,16 @@ func argError(err error, v any) error {
 		if te.Field == "" {
 			return errors.New("arguments must be a JSON object")
 		}
-		return fmt.Errorf("argument %q must be %s, not %s", te.Field, jsonKind(te.Type), article(te.Value))
+		return fmt.Errorf("argument %q must be %s, not %s", strictjson.FieldPath(te, v), jsonKind(te.Type), article(te.Value))
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
 	const unknown = "json: unknown field "
 	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
 		return fmt.Errorf("unknown argument %s (the arguments are %s)",
-			strings.TrimPrefix(msg, unknown), strings.Join(argNames(v), ", "))
+			strings.TrimPrefix(msg, unknown), strings.Join(strictjson.Names(v), ", "))
 	}
 	return fmt.Errorf("invalid arguments: %w", err)
-}
-
-// argNames lists the JSON names of the fields of *v.
-func argNames(v any) []string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var names []string
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
 }
 
 // jsonKind names the JSON type a Go type decodes from.

@@ -2,8 +2,13 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/coderunner/coderunner/internal/strictjson"
 )
 
 func TestDecodeArgs(t *testing.T) {
@@ -33,6 +38,40 @@ func TestDecodeArgs(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
 			t.Errorf("%s: %v, want %q", tt.raw, err, tt.want)
 		}
+	}
+}
+
+// TestExecuteArgTypeErrorsNameTheArgument: a value of the wrong type in
+// any argument of execute_code (those it shares with /v1/run, which come
+// from an embedded struct, among them) is refused naming the argument as
+// the tool's schema does.
+func TestExecuteArgTypeErrorsNameTheArgument(t *testing.T) {
+	names := strictjson.Names(executeArgs{})
+	if !slices.Contains(names, "memory_limit") || !slices.Contains(names, "session_id") {
+		t.Fatalf("arguments %v", names)
+	}
+	for _, name := range names {
+		// No argument is a boolean.
+		var a executeArgs
+		err := decodeArgs(json.RawMessage(fmt.Sprintf(`{%q:true}`, name)), &a)
+		if err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("argument %q must be ", name)) || !strings.HasSuffix(err.Error(), ", not a bool") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestExecuteSchemaMatchesDecoder: execute_code's input schema refuses
+// other arguments, as its decoder does, and lists exactly the arguments
+// the decoder takes, so that one added to either is added to both.
+func TestExecuteSchemaMatchesDecoder(t *testing.T) {
+	s, _ := newServer(t)
+	schema := s.executeSchema()
+	if schema["additionalProperties"] != false {
+		t.Error("additionalProperties is not false")
+	}
+	documented := slices.Sorted(maps.Keys(schema["properties"].(map[string]any)))
+	if decoded := strictjson.Names(executeArgs{}); !slices.Equal(documented, decoded) {
+		t.Errorf("the schema lists %v; the decoder takes %v", documented, decoded)
 	}
 }
 

@@ -237,25 +237,11 @@ func subtasksSchema() map[string]any {
 	}
 }
 
-// executeArgs are execute_code's arguments.
+// executeArgs are execute_code's arguments: the fields every front end
+// takes, and the memory limit as an argument of its own.
 type executeArgs struct {
-	Language    string   `json:"language"`
-	Code        string   `json:"code"`
-	Stdin       string   `json:"stdin"`
-	Timeout     *float64 `json:"timeout"`
-	MemoryLimit *int     `json:"memory_limit"`
-	SessionID   *string  `json:"session_id"`
-	Mode        string   `json:"mode"`
-	// SessionTTLSeconds sets the idle timeout of the session.
-	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
-
-	Files     []multifile.File        `json:"files"`
-	Entry     string                  `json:"entry"`
-	Artifacts execute.ArtifactOptions `json:"artifacts"`
-
-	Args          []string          `json:"args"`
-	CompilerFlags []string          `json:"compiler_flags"`
-	Env           map[string]string `json:"env"`
+	execute.RunFields
+	MemoryLimit *int `json:"memory_limit"`
 }
 
 // request checks the arguments and builds the executor's request. Its
@@ -306,9 +292,8 @@ func (s *Server) request(a executeArgs) (execute.Request, error) {
 		}
 		ttl = time.Duration(secs) * time.Second
 	}
-	req := execute.Request{Language: a.Language, Code: a.Code, Stdin: a.Stdin, Limits: limits, SessionID: a.SessionID, SessionTTL: ttl,
-		Files: a.Files, Entry: a.Entry, Artifacts: a.Artifacts,
-		Args: a.Args, CompilerFlags: a.CompilerFlags, Env: a.Env, Mode: a.Mode}
+	req := a.Request(limits)
+	req.SessionTTL = ttl
 	if _, err := execute.CheckRequest(req); err != nil {
 		return execute.Request{}, argumentError(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coderunner/coderunner/internal/judgetest"
 	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/runner"
 	"github.com/coderunner/coderunner/sandbox"
@@ -146,40 +147,8 @@ func TestCheckerDoesNotCompile(t *testing.T) {
 	}
 }
 
-// guessInteractor: the secret number is in INPUT; it answers each guess
-// with <, > or = and accepts a right guess within 10 tries, writing its
-// account to OUTPUT.
-const guessInteractor = `import sys
-secret = int(open(sys.argv[1]).read())
-log = open(sys.argv[2], "w", buffering=1)
-for n in range(1, 11):
-    line = sys.stdin.readline()
-    if not line:
-        log.write("unexpected end of input\n")
-        sys.exit(1)
-    g = int(line)
-    if g == secret:
-        print("=", flush=True)
-        log.write("found in %d guesses\n" % n)
-        sys.exit(0)
-    print("<" if g < secret else ">", flush=True)
-log.write("no right guess in 10 tries\n")
-sys.exit(1)
-`
-
-const bisectSolution = `lo, hi = 1, 1000
-while True:
-    mid = (lo + hi) // 2
-    print(mid, flush=True)
-    r = input()
-    if r == "=":
-        break
-    if r == "<":
-        lo = mid + 1
-    else:
-        hi = mid - 1
-`
-
+// countingSolution guesses 1, 2, 3, ...: GuessInteractor gives up after
+// 10 tries.
 const countingSolution = `g = 1
 while True:
     print(g, flush=True)
@@ -197,7 +166,7 @@ func TestInteractiveGuessNumber(t *testing.T) {
 		want             judge.TestStatus
 		overall          judge.ExecutionStatus
 	}{
-		{"bisect", "python", bisectSolution, judge.TestPassed, judge.StatusAllPassed},
+		{"bisect", "python", judgetest.BisectSolution, judge.TestPassed, judge.StatusAllPassed},
 		{"bisect in C", "c", `#include <stdio.h>
 int main(void) { int lo = 1, hi = 1000; char r[8];
   for (;;) { int mid = (lo + hi) / 2; printf("%d\n", mid); fflush(stdout);
@@ -210,7 +179,7 @@ int main(void) { int lo = 1, hi = 1000; char r[8];
 		t.Run(c.name, func(t *testing.T) {
 			res := j.Execute(context.Background(), judge.ExecutionRequest{
 				Code: c.code, Language: c.lang, TestCases: tests, TimeoutMS: 2000,
-				Interactor: &judge.Tool{Language: "python", Code: guessInteractor},
+				Interactor: &judge.Tool{Language: "python", Code: judgetest.GuessInteractor},
 			})
 			if len(res.TestResults) != 3 || res.Status != c.overall {
 				t.Fatalf("%s", describe(res))

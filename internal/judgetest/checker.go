@@ -24,34 +24,42 @@ print("not a permutation")
 sys.exit(1)
 `
 
-// guessInteractor: the secret is INPUT; each guess is answered <, > or
-// =; OUTPUT gets an account.
-const guessInteractor = `import sys
+// GuessInteractor plays "guess the number" as an interactor: the secret
+// is in INPUT; it answers each guess with <, > or = and accepts a right
+// guess within 10 tries. It writes its account to OUTPUT a line at a
+// time: "found in N guesses", "no right guess in 10 tries", or
+// "unexpected end of input" when the solution stops talking.
+const GuessInteractor = `import sys
 secret = int(open(sys.argv[1]).read())
-log = open(sys.argv[2], "w")
+log = open(sys.argv[2], "w", buffering=1)
 for n in range(1, 11):
     line = sys.stdin.readline()
     if not line:
-        log.write("unexpected end of input")
+        log.write("unexpected end of input\n")
         sys.exit(1)
     g = int(line)
     if g == secret:
         print("=", flush=True)
-        log.write("found in %d" % n)
+        log.write("found in %d guesses\n" % n)
         sys.exit(0)
     print("<" if g < secret else ">", flush=True)
-log.write("no right guess")
+log.write("no right guess in 10 tries\n")
 sys.exit(1)
 `
 
-const bisect = `lo, hi = 1, 1000
+// BisectSolution finds GuessInteractor's secret in 1..1000 by binary
+// search, within its 10 tries.
+const BisectSolution = `lo, hi = 1, 1000
 while True:
-    m = (lo + hi) // 2
-    print(m, flush=True)
+    mid = (lo + hi) // 2
+    print(mid, flush=True)
     r = input()
     if r == "=":
         break
-    lo, hi = (m + 1, hi) if r == "<" else (lo, m - 1)
+    if r == "<":
+        lo = mid + 1
+    else:
+        hi = mid - 1
 `
 
 // checkerAndInteractor judges with a Python checker (accepted, partial,
@@ -86,13 +94,13 @@ func checkerAndInteractor(t *testing.T, j *judge.Judge) {
 		want judge.TestStatus
 		msg  string
 	}{
-		{bisect, judge.TestPassed, "found in "},
+		{BisectSolution, judge.TestPassed, "found in "},
 		{"input()\n", judge.TestTimeout, "unexpected end of input"},
 	} {
 		res := j.Execute(context.Background(), judge.ExecutionRequest{
 			RequestID: "interactor", Language: "python", Code: c.code, TimeoutMS: 2000,
 			TestCases:  []judge.TestCase{{ID: "s", Input: "777"}},
-			Interactor: &judge.Tool{Language: "python", Code: guessInteractor},
+			Interactor: &judge.Tool{Language: "python", Code: GuessInteractor},
 		})
 		if len(res.TestResults) != 1 || res.TestResults[0].Status != c.want ||
 			res.TestResults[0].CheckerMessage == nil || !strings.HasPrefix(*res.TestResults[0].CheckerMessage, c.msg) {

@@ -77,6 +77,63 @@ func Explain(err error, doc []byte, v any) error {
 	return &UnknownFieldError{Path: join("", name)}
 }
 
+// FieldPath is the path of the field a type error is about, in the
+// document's words, for v (a pointer to the type decoded). encoding/json
+// names the field by the JSON names on its way, but also puts in the Go
+// names of the embedded structs it went through ("RunFields.timeout"),
+// which no document has: those are left out. Empty when the error names
+// no field.
+func FieldPath(err *json.UnmarshalTypeError, v any) string {
+	if err.Field == "" {
+		return ""
+	}
+	t := reflect.TypeOf(v)
+	var path []string
+	for _, seg := range strings.Split(err.Field, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			path, t = append(path, seg), nil
+			continue
+		}
+		if ft, ok := named(fieldsOf(t), seg); ok {
+			path, t = append(path, seg), ft
+			continue
+		}
+		if et, ok := embedded(t, seg); ok {
+			t = et
+			continue
+		}
+		path, t = append(path, seg), nil
+	}
+	return strings.Join(path, ".")
+}
+
+// named finds the field of that exact JSON name, as encoding/json names
+// it in an error.
+func named(fields []field, name string) (reflect.Type, bool) {
+	for _, f := range fields {
+		if f.name == name {
+			return f.t, true
+		}
+	}
+	return nil, false
+}
+
+// embedded finds the struct embedded in t under the Go name name whose
+// fields encoding/json promotes (one with no JSON name of its own).
+func embedded(t reflect.Type, name string) (reflect.Type, bool) {
+	f, ok := t.FieldByName(name)
+	if !ok || !f.Anonymous || len(f.Index) != 1 {
+		return nil, false
+	}
+	if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != "" {
+		return nil, false
+	}
+	return f.Type, true
+}
+
 // find returns the path of the first key called name (in document order
 // of the objects, keys sorted within one) that the type t does not have.
 func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
@@ -205,10 +262,8 @@ func fieldsOf(t reflect.Type) []field {
 // lookup finds a key among fields as encoding/json does: the exact name
 // first, else one equal but for case.
 func lookup(fields []field, key string) (reflect.Type, bool) {
-	for _, f := range fields {
-		if f.name == key {
-			return f.t, true
-		}
+	if t, ok := named(fields, key); ok {
+		return t, true
 	}
 	for _, f := range fields {
 		if strings.EqualFold(f.name, key) {

@@ -109,3 +109,67 @@ func TestOtherErrorsUnchanged(t *testing.T) {
 		t.Errorf("%s: %v", doc, err)
 	}
 }
+
+// shared is embedded in the request types below, as fields several
+// requests share are.
+type shared struct {
+	Code   string   `json:"code"`
+	Limits limits   `json:"limits"`
+	Files  []limits `json:"files"`
+}
+
+type tagged struct {
+	Name string `json:"name"`
+}
+
+// Owner is exported: encoding/json cannot allocate an embedded pointer to
+// an unexported struct.
+type Owner struct {
+	Key string `json:"key"`
+}
+
+type withEmbedded struct {
+	shared
+	*Owner
+	tagged `json:"tagged"`
+	Memory int `json:"memory_limit"`
+}
+
+// TestFieldPathLeavesOutEmbeddedStructs: a type error in a field of an
+// embedded struct is named by the document's path, without the struct's
+// Go name that encoding/json puts in it.
+func TestFieldPathLeavesOutEmbeddedStructs(t *testing.T) {
+	for _, tc := range []struct {
+		doc, path string
+		goName    bool // encoding/json's own path has a Go name in it
+	}{
+		{`{"code":5}`, "code", true},
+		{`{"limits":{"time_limit":"x"}}`, "limits.time_limit", true},
+		{`{"files":[{"time_limit":1},{"memory_limit":"x"}]}`, "files.memory_limit", true},
+		// Through an embedded pointer.
+		{`{"key":5}`, "key", true},
+		// An embedded struct with a JSON name of its own is a field.
+		{`{"tagged":{"name":5}}`, "tagged.name", false},
+		{`{"memory_limit":"x"}`, "memory_limit", false},
+	} {
+		var v withEmbedded
+		err := json.Unmarshal([]byte(tc.doc), &v)
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			t.Fatalf("%s: %v, want a type error", tc.doc, err)
+		}
+		if got := FieldPath(te, &v); got != tc.path {
+			t.Errorf("%s: %q (encoding/json's %q), want %q", tc.doc, got, te.Field, tc.path)
+		}
+		if tc.goName == (te.Field == tc.path) {
+			t.Errorf("%s: encoding/json names %q: the case does not test what it says", tc.doc, te.Field)
+		}
+	}
+	if got := FieldPath(&json.UnmarshalTypeError{}, &withEmbedded{}); got != "" {
+		t.Errorf("no field: %q", got)
+	}
+	// A path the type does not have is kept as it is.
+	if got := FieldPath(&json.UnmarshalTypeError{Field: "a.shared.b"}, &withEmbedded{}); got != "a.shared.b" {
+		t.Errorf("unknown path: %q", got)
+	}
+}
