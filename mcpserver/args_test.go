@@ -26,6 +26,7 @@ func TestDecodeArgs(t *testing.T) {
 		{`{"timeout":true}`, `argument "timeout" must be a number, not a bool`},
 		{`{"memory_limit":1.5}`, `argument "memory_limit" must be an integer, not a number 1.5`},
 		{`{"session_id":["a"]}`, `argument "session_id" must be a string, not an array`},
+		{`{"files":[{"path":"a"},{"path":1}]}`, `argument "files[1].path" must be a string, not a number`},
 		{`{"Language":"python"}`, ""},
 		{`{"extra":1}`, `unknown argument "extra" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, mode, session_id, session_ttl_seconds, stdin, timeout)`},
 	}
