@@ -642,7 +642,7 @@ func TestListLanguages(t *testing.T) {
 	res := call(t, cs, ToolListLanguages, map[string]any{})
 	var l languageList
 	summary := structuredInto(t, res, &l)
-	i := slices.IndexFunc(l.Languages, func(li languageInfo) bool { return li.ID == "python" })
+	i := slices.IndexFunc(l.Languages, func(li lang.Info) bool { return li.ID == "python" })
 	if res.IsError || i < 0 || !slices.Contains(l.Languages[i].Aliases, "py") {
 		t.Errorf("languages %+v", l)
 	}

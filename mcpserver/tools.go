@@ -10,7 +10,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -446,23 +445,9 @@ func judgeSummary(res judge.ExecutionResult) string {
 	return line
 }
 
-// languageInfo is one language as list_languages shows it.
-type languageInfo struct {
-	ID         string   `json:"id"`
-	Aliases    []string `json:"aliases"`
-	Extensions []string `json:"extensions"`
-	Compiled   bool     `json:"compiled"`
-	Available  bool     `json:"available"`
-	Version    string   `json:"version,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
-	// CompilerFlags is the allow-list of compiler_flags: regular
-	// expressions a whole flag must match.
-	CompilerFlags []string `json:"compiler_flags,omitempty"`
-}
-
 // languageList is list_languages' structured result.
 type languageList struct {
-	Languages []languageInfo `json:"languages"`
+	Languages []lang.Info `json:"languages"`
 }
 
 func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -470,20 +455,7 @@ func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err := decodeArgs(req.Params.Arguments, &none); err != nil {
 		return toolError(err), nil
 	}
-	all := s.langs.All()
-	out := languageList{Languages: make([]languageInfo, len(all))}
-	var wg sync.WaitGroup
-	for i, l := range all {
-		wg.Go(func() {
-			tc := l.Discover(ctx)
-			out.Languages[i] = languageInfo{
-				ID: l.ID, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
-				Compiled: l.Compiled, Available: tc.Available, Version: tc.Version, Reason: tc.Reason,
-				CompilerFlags: l.CompilerFlagRules(),
-			}
-		})
-	}
-	wg.Wait()
+	out := languageList{Languages: s.langs.Describe(ctx)}
 	var avail []string
 	for _, l := range out.Languages {
 		if l.Available {
@@ -492,13 +464,6 @@ func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	summary := fmt.Sprintf("%d languages, %d available here: %s", len(out.Languages), len(avail), strings.Join(avail, ", "))
 	return structured(out, summary, false)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // structured is a tool result carrying v as structured content and, as
