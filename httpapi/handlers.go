@@ -467,7 +467,8 @@ func (s *Server) refuseJudgeResult(w http.ResponseWriter, r *http.Request, res j
 }
 
 // decodeJSON reads one JSON object into v, naming the field of a type
-// error. A field v does not have is refused with its path: a client
+// error by its path ("files[1].path: must be a string, not a JSON
+// number"). A field v does not have is refused with its path: a client
 // written for another system would otherwise get an answer to a question
 // it did not ask.
 func decodeJSON(r io.Reader, v any) error {
@@ -477,15 +478,18 @@ func decodeJSON(r io.Reader, v any) error {
 	}
 	dec := strictjson.NewDecoder(bytes.NewReader(doc))
 	err = dec.Decode(v)
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.EOF):
+	if errors.Is(err, io.EOF) {
 		return errors.New("body: empty; a JSON object is expected")
-	case errors.As(err, &te) && te.Field != "":
-		return fmt.Errorf("%s: must not be a JSON %s", strictjson.FieldPath(te, v), te.Value)
-	case err != nil:
-		if uf := (*strictjson.UnknownFieldError)(nil); errors.As(strictjson.Explain(err, doc, v), &uf) {
-			return uf
+	}
+	if err != nil {
+		err = strictjson.Explain(err, doc, v)
+		var te *strictjson.TypeError
+		var uf *strictjson.UnknownFieldError
+		switch {
+		case errors.As(err, &te) && te.Path == "":
+			return fmt.Errorf("body: %w", err)
+		case errors.As(err, &te), errors.As(err, &uf):
+			return err
 		}
 		return fmt.Errorf("body: malformed JSON: %w", err)
 	}

@@ -302,7 +302,7 @@ func TestSessionEndpoints(t *testing.T) {
 		{`{"language":"python","code":"x","session_ttl_seconds":60}`, "session_ttl_seconds: needs a session_id"},
 		{`{"language":"python","code":"x","session_id":"t","session_ttl_seconds":0}`, "session_ttl_seconds: 0 must be at least 1"},
 		{`{"language":"python","code":"x","session_id":"t","session_ttl_seconds":7201}`, "session_ttl_seconds: 7201 is more than the 7200 this server allows (sessions.max_idle_timeout)"},
-		{`{"language":"python","code":"x","session_id":"t","session_ttl_seconds":"60"}`, "session_ttl_seconds: must not be"},
+		{`{"language":"python","code":"x","session_id":"t","session_ttl_seconds":"60"}`, "session_ttl_seconds: must be an integer, not a JSON string"},
 	} {
 		rec := do(t, s, "POST", "/v1/run", tc.body, bearerOf(aliceKey))
 		if rec.Code != 400 || !strings.HasPrefix(errOf(t, rec).Message, tc.want) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coderunner/coderunner/internal/strictjson"
 	"github.com/coderunner/coderunner/invoke"
+	"github.com/coderunner/coderunner/judge"
 )
 
 // do sends one request to s and checks the answer against the OpenAPI
@@ -366,8 +367,20 @@ func TestRunTypeErrorsNameTheField(t *testing.T) {
 		// is the one decoded.
 		body := fmt.Sprintf(`{"language":"python","code":"x",%q:true}`, name)
 		rec := do(t, s, "POST", "/v1/run", body, nil)
-		if want := name + ": must not be a JSON bool"; rec.Code != 400 || errOf(t, rec).Message != want {
-			t.Errorf("%s: %d %s, want 400 %q", name, rec.Code, rec.Body, want)
+		if msg := errOf(t, rec).Message; rec.Code != 400 || !strings.HasPrefix(msg, name+": must be ") || !strings.HasSuffix(msg, ", not a JSON bool") {
+			t.Errorf("%s: %d %s, want 400 naming %s", name, rec.Code, rec.Body, name)
+		}
+	}
+	// Deeper, an element of an array is named by its index.
+	for body, want := range map[string]string{
+		`{"language":"python","code":"x","files":[{"path":"a","content":""},{"path":7,"content":""}]}`: "files[1].path: must be a string, not a JSON number",
+		`{"language":"python","code":"x","limits":{"time_limit":"1s"}}`:                                "limits.time_limit: must be a number, not a JSON string",
+		`{"language":"python","code":"x","args":["a",1]}`:                                              "args[1]: must be a string, not a JSON number",
+		`["python"]`: "body: must be an object, not a JSON array",
+	} {
+		rec := do(t, s, "POST", "/v1/run", body, nil)
+		if rec.Code != 400 || errOf(t, rec).Message != want {
+			t.Errorf("%s: %d %s, want 400 %q", body, rec.Code, rec.Body, want)
 		}
 	}
 }
@@ -395,6 +408,50 @@ func TestRequestCountsByRouteAndCode(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestJudgeTypeErrorsNameTheField: a value of the wrong type anywhere in a
+// /v1/judge body, or in a line of /v1/judge/batch, is refused naming the
+// field as the client wrote it, array elements by their index, never by
+// the Go names of the types that decode it.
+func TestJudgeTypeErrorsNameTheField(t *testing.T) {
+	s, _ := newTestServer(t, nil)
+	const head = `{"request_id":"r","language":"python","code":"print(1)",`
+	cases := []struct{ body, msg string }{
+		{head + `"timeout_ms":"5s","test_cases":[{"expected_output":"1"}]}`, "timeout_ms: must be an integer, not a JSON string"},
+		{head + `"callback_url":7,"test_cases":[{"expected_output":"1"}]}`, "callback_url: must be a string, not a JSON number"},
+		{head + `"test_cases":[{"expected_output":"1"},{"expected_output":"1"},{"input":3,"expected_output":"1"}]}`, "test_cases[2].input: must be a string, not a JSON number"},
+		{head + `"test_cases":[{"expected_output":"1"},{"expected":true}]}`, "test_cases[1].expected: must be a string, not a JSON bool"},
+		{head + `"test_cases":[{"expected_output":"1"},"1"]}`, "test_cases[1]: must be an object, not a JSON string"},
+		{head + `"test_cases":[{"id":"a","expected_output":"1"}],"subtasks":[{"id":"s","points":1,"tests":["a",2]}]}`, "subtasks[0].tests[1]: must be a string, not a JSON number"},
+		{head + `"test_cases":[{"expected_output":"1"}],"files":[{"path":"a","content":""},{"path":"b","content":{}}]}`, "files[1].content: must be a string, not a JSON object"},
+		{head + `"test_cases":[{"expected_output":"1"}],"env":{"A":"1","B":false}}`, "env.B: must be a string, not a JSON bool"},
+	}
+	for _, tc := range cases {
+		rec := do(t, s, "POST", "/v1/judge", tc.body, nil)
+		if want := "invalid request: " + tc.msg; rec.Code != 400 || errOf(t, rec).Message != want {
+			t.Errorf("%s: %d %s, want 400 %q", tc.body, rec.Code, rec.Body, want)
+		}
+	}
+
+	var lines []string
+	for _, tc := range cases[2:] {
+		lines = append(lines, tc.body)
+	}
+	rec := do(t, s, "POST", "/v1/judge/batch", strings.Join(lines, "\n"), map[string]string{"Content-Type": "application/x-ndjson"})
+	if rec.Code != 200 {
+		t.Fatalf("batch: %d %s", rec.Code, rec.Body)
+	}
+	results := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+	for i, tc := range cases[2:] {
+		if i >= len(results) {
+			t.Fatalf("batch: %d results", len(results))
+		}
+		var r judge.ExecutionResult
+		if json.Unmarshal([]byte(results[i]), &r) != nil || r.ErrorInfo == nil || r.ErrorInfo.Message != tc.msg {
+			t.Errorf("batch line %d: %s, want %q", i+1, results[i], tc.msg)
 		}
 	}
 }

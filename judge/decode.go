@@ -22,7 +22,9 @@ const MaxRequestBytes = 64 << 20
 // http.MaxBytesReader) so that they can answer 413 early. A field the
 // request does not have, here or in a nested object, is refused with its
 // path ("test_cases[2].checker: unknown field"): a client written for
-// another system would otherwise be judged on what it did not ask for.
+// another system would otherwise be judged on what it did not ask for. A
+// value of the wrong type is refused naming it the same way
+// ("test_cases[2].input: must be a string, not a JSON number").
 // Only "metadata" is free-form. Trailing data after the object is an
 // error. The request is not validated: Judge.Execute does that, so that a
 // refusal is still an ExecutionResult.

@@ -56,9 +56,9 @@ func TestDecodeRequestErrors(t *testing.T) {
 		wantMsg string
 	}{
 		{"empty body", "", ErrInvalidRequest, "empty body"},
-		{"not an object", "[1]", ErrInvalidRequest, "cannot unmarshal"},
+		{"not an object", "[1]", ErrInvalidRequest, "invalid request: must be an object, not a JSON array"},
 		{"wrong type", `{"timeout_ms": "5s"}`, ErrInvalidRequest, "timeout_ms"},
-		{"wrong nested type", `{"test_cases": [{"input": 5}]}`, ErrInvalidRequest, "cannot unmarshal"},
+		{"wrong nested type", `{"test_cases": [{"input": 5}]}`, ErrInvalidRequest, "test_cases[0].input: must be a string, not a JSON number"},
 		{"expected and expected_output differ", `{"test_cases": [{"id": "t", "expected": "1", "expected_output": "2"}]}`, ErrInvalidRequest, `test case "t": expected and expected_output differ`},
 		{"trailing data", `{"code": "x"} {"code": "y"}`, ErrInvalidRequest, "unexpected data after the request object"},
 		{"truncated", `{"code": "x"`, ErrInvalidRequest, "unexpected EOF"},
@@ -67,7 +67,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"unknown nested field", `{"test_cases": [{"id": "a"}, {"id": "b", "expected_answer": "1"}]}`, ErrInvalidRequest, "test_cases[1].expected_answer: unknown field"},
 		{"another system's field", `{"source_code": "x", "language_id": 71}`, ErrInvalidRequest, "source_code: unknown field"},
 		{"unknown checker field", `{"checker": {"language": "cpp", "code": "x", "timeout": 5}}`, ErrInvalidRequest, "checker.timeout: unknown field"},
-		{"checker not an object", `{"interactor": "python"}`, ErrInvalidRequest, "cannot unmarshal"},
+		{"checker not an object", `{"interactor": "python"}`, ErrInvalidRequest, "interactor: must be an object, not a JSON string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +76,31 @@ func TestDecodeRequestErrors(t *testing.T) {
 				t.Errorf("DecodeRequest error = %v, want %v containing %q", err, tt.wantErr, tt.wantMsg)
 			}
 		})
+	}
+}
+
+// TestDecodeRequestTypeErrorsNameTheField: a value of the wrong type, at
+// any depth (through TestCase's own decoding among them), is refused
+// naming the field as the request writes it, never by a Go name.
+func TestDecodeRequestTypeErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct{ body, msg string }{
+		{`{"timeout_ms": "5s"}`, "timeout_ms: must be an integer, not a JSON string"},
+		{`{"cpu_limit": true}`, "cpu_limit: must be a number, not a JSON bool"},
+		{`{"test_cases": {"input": "1"}}`, "test_cases: must be an array, not a JSON object"},
+		{`{"test_cases": [{"input": "1"}, "2"]}`, "test_cases[1]: must be an object, not a JSON string"},
+		{`{"test_cases": [{"input": "1"}, {"input": "2"}, {"input": 3}]}`, "test_cases[2].input: must be a string, not a JSON number"},
+		{`{"test_cases": [{"id": "a", "expected": "1"}, {"id": "b", "expected": ["2"]}]}`, "test_cases[1].expected: must be a string, not a JSON array"},
+		{`{"test_cases": [{"is_hidden": false}, {"is_hidden": "yes"}]}`, "test_cases[1].is_hidden: must be a boolean, not a JSON string"},
+		{`{"test_cases": [{"timeout_ms": 1.5}]}`, "test_cases[0].timeout_ms: must be an integer, not a JSON number 1.5"},
+		{`{"subtasks": [{"id": "s", "tests": ["a"]}, {"id": "t", "tests": ["b", 7]}]}`, "subtasks[1].tests[1]: must be a string, not a JSON number"},
+		{`{"files": [{"path": "a", "content": ""}, {"path": "b", "executable": "yes"}]}`, "files[1].executable: must be a boolean, not a JSON string"},
+		{`{"env": {"A": "1", "B": 2}}`, "env.B: must be a string, not a JSON number"},
+		{`{"checker": {"language": "cpp", "code": 5}}`, "checker.code: must be a string, not a JSON number"},
+	} {
+		_, err := DecodeRequest(strings.NewReader(tc.body))
+		if !errors.Is(err, ErrInvalidRequest) || err.Error() != "invalid request: "+tc.msg {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.msg)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 
 	"github.com/coderunner/coderunner/internal/strictjson"
@@ -30,7 +29,7 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return argError(err, v)
+		return argError(err, raw, v)
 	}
 	if dec.More() {
 		return errors.New("arguments must be one JSON object")
@@ -38,16 +37,18 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// argError rewrites a decoding error in the words of the tool's schema.
-func argError(err error, v any) error {
-	var te *json.UnmarshalTypeError
+// argError rewrites a decoding error of raw in the words of the tool's
+// schema, naming a value of the wrong type by its path in the arguments
+// ("test_cases[2].input").
+func argError(err error, raw json.RawMessage, v any) error {
+	var te *strictjson.TypeError
 	var se *json.SyntaxError
 	switch {
-	case errors.As(err, &te):
-		if te.Field == "" {
+	case errors.As(strictjson.Explain(err, raw, v), &te):
+		if te.Path == "" {
 			return errors.New("arguments must be a JSON object")
 		}
-		return fmt.Errorf("argument %q must be %s, not %s", strictjson.FieldPath(te, v), jsonKind(te.Type), article(te.Value))
+		return fmt.Errorf("argument %q must be %s, not %s", te.Path, te.Want, article(te.Value))
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
@@ -57,28 +58,6 @@ func argError(err error, v any) error {
 			strings.TrimPrefix(msg, unknown), strings.Join(strictjson.Names(v), ", "))
 	}
 	return fmt.Errorf("invalid arguments: %w", err)
-}
-
-// jsonKind names the JSON type a Go type decodes from.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	default:
-		return "an object"
-	}
 }
 
 // article puts "a"/"an" before the JSON value kind that encoding/json

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/coderunner/coderunner/internal/strictjson"
+	"github.com/coderunner/coderunner/judge"
+	"github.com/coderunner/coderunner/multifile"
 )
 
 func TestDecodeArgs(t *testing.T) {
@@ -26,6 +28,7 @@ func TestDecodeArgs(t *testing.T) {
 		{`{"timeout":true}`, `argument "timeout" must be a number, not a bool`},
 		{`{"memory_limit":1.5}`, `argument "memory_limit" must be an integer, not a number 1.5`},
 		{`{"session_id":["a"]}`, `argument "session_id" must be a string, not an array`},
+		{`{"files":[{"path":"a"},{"path":1}]}`, `argument "files[1].path" must be a string, not a number`},
 		{`{"Language":"python"}`, ""},
 		{`{"extra":1}`, `unknown argument "extra" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, mode, session_id, session_ttl_seconds, stdin, timeout)`},
 	}
@@ -72,6 +75,61 @@ func TestExecuteSchemaMatchesDecoder(t *testing.T) {
 	documented := slices.Sorted(maps.Keys(schema["properties"].(map[string]any)))
 	if decoded := strictjson.Names(executeArgs{}); !slices.Equal(documented, decoded) {
 		t.Errorf("the schema lists %v; the decoder takes %v", documented, decoded)
+	}
+}
+
+// TestJudgeSchemaMatchesDecoder: judge_code's input schema refuses other
+// arguments, as its decoder does, and lists exactly the arguments the
+// decoder takes, at the top and in each object it takes (a test case, a
+// subtask, a file, a checker or interactor), so that one added to either
+// is added to both. A test case's "expected" is the alias its decoder
+// accepts for expected_output.
+func TestJudgeSchemaMatchesDecoder(t *testing.T) {
+	s, _ := newServer(t)
+	schema := s.judgeSchema()
+	props := schema["properties"].(map[string]any)
+	itemsOf := func(name string) map[string]any {
+		return props[name].(map[string]any)["items"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name   string
+		object map[string]any
+		names  []string
+	}{
+		{"arguments", schema, strictjson.Names(judgeArgs{})},
+		{"test_cases", itemsOf("test_cases"), append(strictjson.Names(judge.TestCase{}), "expected")},
+		{"subtasks", itemsOf("subtasks"), strictjson.Names(judge.Subtask{})},
+		{"files", itemsOf("files"), strictjson.Names(multifile.File{})},
+		{"checker", props["checker"].(map[string]any), strictjson.Names(judge.Tool{})},
+		{"interactor", props["interactor"].(map[string]any), strictjson.Names(judge.Tool{})},
+	} {
+		if tc.object["additionalProperties"] != false {
+			t.Errorf("%s: additionalProperties is not false", tc.name)
+		}
+		documented := slices.Sorted(maps.Keys(tc.object["properties"].(map[string]any)))
+		if decoded := slices.Sorted(slices.Values(tc.names)); !slices.Equal(documented, decoded) {
+			t.Errorf("%s: the schema lists %v; the decoder takes %v", tc.name, documented, decoded)
+		}
+		required, _ := tc.object["required"].([]string)
+		for _, name := range required {
+			if !slices.Contains(tc.names, name) {
+				t.Errorf("%s: %s is required but not taken", tc.name, name)
+			}
+		}
+	}
+}
+
+// TestJudgeCodeRequestID: judge_code takes the request_id its schema
+// lists and echoes it in the result, as /v1/judge does.
+func TestJudgeCodeRequestID(t *testing.T) {
+	s, _ := newServer(t)
+	cs := connect(t, s, "memory", nil)
+	res := call(t, cs, ToolJudgeCode, map[string]any{"request_id": "call-7", "language": "python", "code": "echo",
+		"test_cases": []map[string]any{{"input": "1\n", "expected_output": "1\n"}}})
+	var r judge.ExecutionResult
+	structuredInto(t, res, &r)
+	if res.IsError || r.RequestID != "call-7" {
+		t.Errorf("isError %v, request_id %q", res.IsError, r.RequestID)
 	}
 }
 

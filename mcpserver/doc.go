@@ -16,7 +16,8 @@
 //     is the count of output bytes sent, all before the result.
 //   - judge_code compiles once and runs test cases (language, code,
 //     test_cases, timeout_ms, total_timeout_ms, memory_limit_mb, compare, subtasks,
-//     checker, interactor);
+//     checker, interactor, files, entry, args, compiler_flags, env, and
+//     request_id, which the result echoes);
 //     the judge's ExecutionResult, as /v1/judge answers it, is the
 //     structured content. A client that
 //     sends a progress token receives a notification as each test ends.

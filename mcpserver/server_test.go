@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -594,6 +595,35 @@ func TestJudgeCodeErrors(t *testing.T) {
 	}
 }
 
+// TestJudgeCodeTypeErrorsNameTheArgument: a value of the wrong type at any
+// depth of judge_code's arguments is refused naming it as the call wrote
+// it, array elements by their index, as execute_code names its own.
+func TestJudgeCodeTypeErrorsNameTheArgument(t *testing.T) {
+	s, _ := newServer(t)
+	one := map[string]any{"id": "a", "expected_output": "1"}
+	for _, tc := range []struct {
+		extra map[string]any
+		want  string
+	}{
+		{map[string]any{"test_cases": []any{one, one, map[string]any{"input": 3, "expected_output": "1"}}}, `argument "test_cases[2].input" must be a string, not a number`},
+		{map[string]any{"test_cases": []any{one, map[string]any{"expected": false}}}, `argument "test_cases[1].expected" must be a string, not a bool`},
+		{map[string]any{"test_cases": []any{one, "1"}}, `argument "test_cases[1]" must be an object, not a string`},
+		{map[string]any{"subtasks": []any{map[string]any{"id": "s", "points": 1, "tests": []any{"a", 1}}}}, `argument "subtasks[0].tests[1]" must be a string, not a number`},
+		{map[string]any{"files": []any{map[string]any{"path": "a", "content": ""}, map[string]any{"path": "b", "executable": "yes"}}}, `argument "files[1].executable" must be a boolean, not a string`},
+		{map[string]any{"checker": map[string]any{"language": "python", "code": []any{}}}, `argument "checker.code" must be a string, not an array`},
+		{map[string]any{"env": map[string]any{"A": "1", "B": 2}}, `argument "env.B" must be a string, not a number`},
+	} {
+		args := map[string]any{"language": "python", "code": "echo", "test_cases": []any{one}}
+		maps.Copy(args, tc.extra)
+		for _, tr := range transports {
+			cs := connect(t, s, tr, nil)
+			if res := call(t, cs, ToolJudgeCode, args); !res.IsError || text(res) != tc.want {
+				t.Errorf("%s %v: isError %v, text %q; want %q", tr, tc.extra, res.IsError, text(res), tc.want)
+			}
+		}
+	}
+}
+
 func TestJudgeUnavailable(t *testing.T) {
 	s, err := New(Options{Runner: newFakeRunner(), Languages: lang.Default(), EngineErr: errors.New("no cache directory")})
 	if err != nil {
@@ -612,7 +642,7 @@ func TestListLanguages(t *testing.T) {
 	res := call(t, cs, ToolListLanguages, map[string]any{})
 	var l languageList
 	summary := structuredInto(t, res, &l)
-	i := slices.IndexFunc(l.Languages, func(li languageInfo) bool { return li.ID == "python" })
+	i := slices.IndexFunc(l.Languages, func(li lang.Info) bool { return li.ID == "python" })
 	if res.IsError || i < 0 || !slices.Contains(l.Languages[i].Aliases, "py") {
 		t.Errorf("languages %+v", l)
 	}

@@ -10,7 +10,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -160,20 +159,22 @@ func (s *Server) judgeSchema() map[string]any {
 		"additionalProperties": false,
 		"required":             []string{"language", "test_cases"},
 		"properties": map[string]any{
-			"language": s.languageSchema(),
-			"code":     map[string]any{"type": "string", "description": "Source code of the solution; it reads a test's input on stdin and writes the answer on stdout. Required unless files and entry hold the solution."},
-			"files":    filesSchema(),
-			"entry":    entrySchema(),
+			"request_id": map[string]any{"type": "string", "description": "An id of the caller's, echoed as the result's request_id."},
+			"language":   s.languageSchema(),
+			"code":       map[string]any{"type": "string", "description": "Source code of the solution; it reads a test's input on stdin and writes the answer on stdout. Required unless files and entry hold the solution."},
+			"files":      filesSchema(),
+			"entry":      entrySchema(),
 			"test_cases": map[string]any{
 				"type": "array", "minItems": 1, "maxItems": judge.MaxTests,
 				"description": "The tests, run in parallel; results keep this order.",
 				"items": map[string]any{
-					"type":     "object",
-					"required": []string{"expected_output"},
+					"type":                 "object",
+					"additionalProperties": false,
 					"properties": map[string]any{
 						"id":              map[string]any{"type": "string", "description": "Name of the test in the result; default test_<index>."},
 						"input":           map[string]any{"type": "string", "description": "Standard input of the run."},
-						"expected_output": map[string]any{"type": "string", "description": "Expected standard output (\"expected\" is accepted too); a checker gets it as ANSWER; unused (may be empty) with an interactor."},
+						"expected_output": map[string]any{"type": "string", "description": "Expected standard output; a checker gets it as ANSWER; unused (may be omitted) with an interactor."},
+						"expected":        map[string]any{"type": "string", "description": "Another name of expected_output; when both are given they must be equal."},
 						"is_hidden":       map[string]any{"type": "boolean", "description": "Judge the test without showing its input and outputs in the result."},
 						"timeout_ms": map[string]any{"type": "integer", "minimum": judge.MinTimeoutMS, "maximum": judge.MaxTimeoutMS,
 							"description": "Time limit of this test, replacing timeout_ms."},
@@ -444,23 +445,9 @@ func judgeSummary(res judge.ExecutionResult) string {
 	return line
 }
 
-// languageInfo is one language as list_languages shows it.
-type languageInfo struct {
-	ID         string   `json:"id"`
-	Aliases    []string `json:"aliases"`
-	Extensions []string `json:"extensions"`
-	Compiled   bool     `json:"compiled"`
-	Available  bool     `json:"available"`
-	Version    string   `json:"version,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
-	// CompilerFlags is the allow-list of compiler_flags: regular
-	// expressions a whole flag must match.
-	CompilerFlags []string `json:"compiler_flags,omitempty"`
-}
-
 // languageList is list_languages' structured result.
 type languageList struct {
-	Languages []languageInfo `json:"languages"`
+	Languages []lang.Info `json:"languages"`
 }
 
 func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -468,20 +455,7 @@ func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err := decodeArgs(req.Params.Arguments, &none); err != nil {
 		return toolError(err), nil
 	}
-	all := s.langs.All()
-	out := languageList{Languages: make([]languageInfo, len(all))}
-	var wg sync.WaitGroup
-	for i, l := range all {
-		wg.Go(func() {
-			tc := l.Discover(ctx)
-			out.Languages[i] = languageInfo{
-				ID: l.ID, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
-				Compiled: l.Compiled, Available: tc.Available, Version: tc.Version, Reason: tc.Reason,
-				CompilerFlags: l.CompilerFlagRules(),
-			}
-		})
-	}
-	wg.Wait()
+	out := languageList{Languages: s.langs.Describe(ctx)}
 	var avail []string
 	for _, l := range out.Languages {
 		if l.Available {
@@ -490,13 +464,6 @@ func (s *Server) listLanguages(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	summary := fmt.Sprintf("%d languages, %d available here: %s", len(out.Languages), len(avail), strings.Join(avail, ", "))
 	return structured(out, summary, false)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // structured is a tool result carrying v as structured content and, as

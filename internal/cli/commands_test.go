@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/coderunner/coderunner/internal/backend"
+	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -41,7 +42,7 @@ func TestDoctorJSON(t *testing.T) {
 	}
 }
 
-func hasLang(ls []langInfo, id string, available bool) bool {
+func hasLang(ls []lang.Info, id string, available bool) bool {
 	for _, l := range ls {
 		if l.ID == id {
 			return l.Available == available
@@ -85,11 +86,11 @@ func TestLangs(t *testing.T) {
 	if code := ta.run("langs", "--json"); code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, ta.stderr)
 	}
-	var ls []langInfo
+	var ls []lang.Info
 	if err := json.Unmarshal(ta.stdout.Bytes(), &ls); err != nil {
 		t.Fatal(err)
 	}
-	var fake, c *langInfo
+	var fake, c *lang.Info
 	for i := range ls {
 		switch ls[i].ID {
 		case "fake":

@@ -10,6 +10,7 @@ import (
 	"github.com/coderunner/coderunner/internal/assembly"
 	"github.com/coderunner/coderunner/internal/backend"
 	"github.com/coderunner/coderunner/internal/config"
+	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 )
 
@@ -32,7 +33,7 @@ type doctorReport struct {
 	// Config is where the configuration came from.
 	Config    config.Source `json:"config"`
 	Backends  []backendInfo `json:"backends"`
-	Languages []langInfo    `json:"languages"`
+	Languages []lang.Info   `json:"languages"`
 	// Container is what the container doctor runs in withheld; absent
 	// outside a container.
 	Container *containerReport `json:"container,omitempty"`
@@ -74,7 +75,7 @@ func (a *App) doctorCmd(ctx context.Context, args []string) int {
 			break
 		}
 	}
-	rep.Languages = discoverAll(ctx, t)
+	rep.Languages = t.Describe(ctx)
 	rep.Container = probeContainer(hostContainerEnv)
 
 	status := ExitOK

@@ -405,7 +405,9 @@ func isTerminal(w io.Writer) bool {
 }
 
 // decodeTests reads a tests file: a JSON array of test cases, refusing
-// a field a test case does not have ("[2].expected_answer: unknown field").
+// a field a test case does not have ("[2].expected_answer: unknown field")
+// or a value of the wrong type ("[2].input: must be a string, not a JSON
+// number").
 func decodeTests(raw []byte) ([]judge.TestCase, error) {
 	var tests []judge.TestCase
 	if err := json.Unmarshal(raw, &tests); err != nil {

@@ -4,51 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/coderunner/coderunner/lang"
 )
-
-// langInfo is one language as langs and doctor show it.
-type langInfo struct {
-	ID         string   `json:"id"`
-	Aliases    []string `json:"aliases"`
-	Extensions []string `json:"extensions"`
-	Compiled   bool     `json:"compiled"`
-	Available  bool     `json:"available"`
-	Version    string   `json:"version,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
-	// CompilerFlags is the allow-list of --compiler-flag: regular
-	// expressions a whole flag must match.
-	CompilerFlags []string `json:"compiler_flags,omitempty"`
-}
-
-// discoverAll finds every language's toolchain, concurrently since each
-// may run a version command.
-func discoverAll(ctx context.Context, t *lang.Table) []langInfo {
-	all := t.All()
-	out := make([]langInfo, len(all))
-	var wg sync.WaitGroup
-	for i, l := range all {
-		wg.Go(func() {
-			tc := l.Discover(ctx)
-			out[i] = langInfo{
-				ID:         l.ID,
-				Aliases:    nonNil(l.Aliases),
-				Extensions: nonNil(l.Extensions),
-				Compiled:   l.Compiled,
-				Available:  tc.Available,
-				Version:    tc.Version,
-				Reason:     tc.Reason,
-
-				CompilerFlags: l.CompilerFlagRules(),
-			}
-		})
-	}
-	wg.Wait()
-	return out
-}
 
 func nonNil(s []string) []string {
 	if s == nil {
@@ -74,7 +33,7 @@ func (a *App) langsCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("langs", "--config: %v", err)
 	}
-	infos := discoverAll(ctx, t)
+	infos := t.Describe(ctx)
 	if c.json {
 		if err := writeJSON(a.Stdout, infos); err != nil {
 			return ExitFailure
@@ -85,7 +44,7 @@ func (a *App) langsCmd(ctx context.Context, args []string) int {
 	return ExitOK
 }
 
-func writeLangs(a *App, infos []langInfo) {
+func writeLangs(a *App, infos []lang.Info) {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tALIASES\tEXTENSIONS\tCOMPILED\tAVAILABLE\tVERSION / WHY NOT")
 	for _, l := range infos {

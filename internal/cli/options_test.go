@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/coderunner/coderunner/lang"
 )
 
 func TestRunProgramOptions(t *testing.T) {
@@ -138,7 +140,7 @@ func TestLangsShowCompilerFlags(t *testing.T) {
 	if code := ta.run("langs", "--json"); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.stderr)
 	}
-	var infos []langInfo
+	var infos []lang.Info
 	if err := json.Unmarshal(ta.stdout.Bytes(), &infos); err != nil {
 		t.Fatal(err)
 	}

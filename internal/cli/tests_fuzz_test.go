@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/coderunner/coderunner/judge"
@@ -55,5 +56,32 @@ func TestDecodeTestsRefusesUnknownFields(t *testing.T) {
 	}
 	if _, err := decodeTests([]byte(`[{"id":"a","expected":"1","is_hidden":true}]`)); err != nil {
 		t.Errorf("known fields refused: %v", err)
+	}
+}
+
+// TestDecodeTestsNamesWrongTypes: a value of the wrong type in a tests
+// file is named by its place in the file, never by the Go names of the
+// types that decode it; `judge --tests` says so and runs nothing.
+func TestDecodeTestsNamesWrongTypes(t *testing.T) {
+	for _, tc := range []struct{ file, msg string }{
+		{`{"input":"1"}`, "must be an array, not a JSON object"},
+		{`[{"input":"1"},"2"]`, "[1]: must be an object, not a JSON string"},
+		{`[{"input":"1"},{"input":"2"},{"input":3}]`, "[2].input: must be a string, not a JSON number"},
+		{`[{"expected":"1"},{"expected":1}]`, "[1].expected: must be a string, not a JSON number"},
+		{`[{"id":"a","timeout_ms":"1s"}]`, "[0].timeout_ms: must be an integer, not a JSON string"},
+	} {
+		if _, err := decodeTests([]byte(tc.file)); err == nil || err.Error() != tc.msg {
+			t.Errorf("%s: %v, want %q", tc.file, err, tc.msg)
+		}
+	}
+
+	ta := newApp(t, "")
+	tests := source(t, "tests.json", `[{"input":"","expected_output":"hi"},{"input":[],"expected_output":"hi"}]`)
+	code := ta.run("judge", "--tests", tests, source(t, "main.fk", "print hi"))
+	if want := "[1].input: must be a string, not a JSON array"; code != 2 || !strings.Contains(ta.stderr.String(), want) || strings.Contains(ta.stderr.String(), "Go ") {
+		t.Errorf("exit %d, stderr %q; want 2 naming %q", code, ta.stderr, want)
+	}
+	if n := len(ta.fake.Specs()); n != 0 {
+		t.Errorf("%d runs of a refused command", n)
 	}
 }

@@ -2,7 +2,8 @@
 // not know, naming the refused field by its path in the document
 // ("test_cases[2].expected_answer"). A client written for another system
 // sends fields this one does not have; ignoring them would give it a
-// wrong answer without a warning.
+// wrong answer without a warning. A value of the wrong type is named by
+// its path too, in the document's words rather than Go's.
 package strictjson
 
 import (
@@ -61,12 +62,40 @@ func unknownName(err error) (string, bool) {
 	return "", false
 }
 
+// TypeError is a value of the document that is not of the JSON type its
+// field takes.
+type TypeError struct {
+	// Path is the value's place in the document, as UnknownFieldError's
+	// ("test_cases[2].input"); empty when it is the document itself.
+	Path string
+	// Want is what the field takes: "a string", "a boolean", "an
+	// integer", "a number", "an array" or "an object".
+	Want string
+	// Value is what the document has, in encoding/json's words
+	// ("string", "number", "number 1.5", "bool", "array", "object"),
+	// a number cut short.
+	Value string
+}
+
+func (e *TypeError) Error() string {
+	msg := "must be " + e.Want + ", not a JSON " + e.Value
+	if e.Path == "" {
+		return msg
+	}
+	return e.Path + ": " + msg
+}
+
 // Explain turns a decoding error of doc into v (a pointer to the type
-// decoded) into an *UnknownFieldError naming the field's path when the
-// error is about an unknown field; any other error is returned as it is.
-// A field whose path cannot be found (it sits in a type decoded by a
-// method of its own under another name) is named alone.
+// decoded) into an error that names the field by its path in the
+// document: an *UnknownFieldError for a field v does not have, a
+// *TypeError for a value of the wrong type. Any other error is returned
+// as it is. An unknown field whose path cannot be found (it sits in a
+// type decoded by a method of its own under another name) is named alone.
 func Explain(err error, doc []byte, v any) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return typeError(te, doc, v)
+	}
 	name, ok := unknownName(err)
 	if !ok {
 		return err
@@ -259,18 +288,10 @@ func fieldsOf(t reflect.Type) []field {
 	return out
 }
 
-// lookup finds a key among fields as encoding/json does: the exact name
-// first, else one equal but for case.
+// lookup finds a key among fields as encoding/json does (see match).
 func lookup(fields []field, key string) (reflect.Type, bool) {
-	if t, ok := named(fields, key); ok {
-		return t, true
-	}
-	for _, f := range fields {
-		if strings.EqualFold(f.name, key) {
-			return f.t, true
-		}
-	}
-	return nil, false
+	_, t, ok := match(fields, key)
+	return t, ok
 }
 
 // Names lists the JSON field names of the struct v points to (or is), as

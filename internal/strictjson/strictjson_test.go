@@ -1,8 +1,10 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -48,6 +50,7 @@ type request struct {
 	Env      map[string]limits `json:"env"`
 	Metadata map[string]any    `json:"metadata"`
 	Event    json.RawMessage   `json:"event"`
+	Matrix   [][]int           `json:"matrix"`
 }
 
 func decode(doc string) error {
@@ -101,11 +104,11 @@ func TestKnownFieldsAccepted(t *testing.T) {
 }
 
 func TestOtherErrorsUnchanged(t *testing.T) {
-	doc := `{"language":5}`
+	doc := `{"language":"c",`
 	err := decode(doc)
 	var ue *UnknownFieldError
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &ue) || !errors.As(err, &te) {
+	var te *TypeError
+	if errors.As(err, &ue) || errors.As(err, &te) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("%s: %v", doc, err)
 	}
 }
@@ -172,4 +175,92 @@ func TestFieldPathLeavesOutEmbeddedStructs(t *testing.T) {
 	if got := FieldPath(&json.UnmarshalTypeError{Field: "a.shared.b"}, &withEmbedded{}); got != "a.shared.b" {
 		t.Errorf("unknown path: %q", got)
 	}
+}
+
+// TestTypeErrorsNamedByPath: a value of the wrong type is named by its
+// path in the document, array elements by their index, and never by the
+// Go names encoding/json puts in its own path (the embedded structs, the
+// types a method of a type decodes through, the type itself).
+func TestTypeErrorsNamedByPath(t *testing.T) {
+	for _, tc := range []struct{ doc, msg string }{
+		{`{"language":5}`, "language: must be a string, not a JSON number"},
+		{`{"limits":{"time_limit":"x"}}`, "limits.time_limit: must be a number, not a JSON string"},
+		{`{"limits":{"memory_limit":1.5}}`, "limits.memory_limit: must be an integer, not a JSON number 1.5"},
+		// Through the test case's own decoding, whose aux struct embeds a
+		// type of its own.
+		{`{"test_cases":[{"input":"1"},{"input":"2"},{"input":3}]}`, "test_cases[2].input: must be a string, not a JSON number"},
+		{`{"test_cases":[{"id":"a"},{"id":false}]}`, "test_cases[1].id: must be a string, not a JSON bool"},
+		{`{"test_cases":[{"expected":"1"},{"expected":{}}]}`, "test_cases[1].expected: must be a string, not a JSON object"},
+		{`{"test_cases":[{},"x"]}`, "test_cases[1]: must be an object, not a JSON string"},
+		{`{"test_cases":{"input":"1"}}`, "test_cases: must be an array, not a JSON object"},
+		// An element whose value has the right type is passed over.
+		{`{"test_cases":[{"input":[]},{"input":3}]}`, "test_cases[0].input: must be a string, not a JSON array"},
+		{`{"matrix":[[1],[2,"x"]]}`, "matrix[1][1]: must be an integer, not a JSON string"},
+		{`{"env":{"A":{"time_limit":1},"B":{"time_limit":[]}}}`, "env.B.time_limit: must be a number, not a JSON array"},
+		{`{"env":{"x y":{"time_limit":true}}}`, `env["x\u0020y"].time_limit: must be a number, not a JSON bool`},
+		// The document's own spelling of a key.
+		{`{"Limits":{"Time_Limit":"x"}}`, "Limits.Time_Limit: must be a number, not a JSON string"},
+		{`[1]`, "must be an object, not a JSON array"},
+	} {
+		err := decode(tc.doc)
+		var te *TypeError
+		if !errors.As(err, &te) || err.Error() != tc.msg {
+			t.Errorf("%s: %v, want %q", tc.doc, err, tc.msg)
+		}
+	}
+
+	// A type decoded at the top: a tests file.
+	doc := []byte(`[{"input":"a"},{"input":1}]`)
+	var tests []testCase
+	if err := Explain(json.Unmarshal(doc, &tests), doc, &tests); err == nil || err.Error() != "[1].input: must be a string, not a JSON number" {
+		t.Errorf("%s: %v", doc, err)
+	}
+	doc = []byte(`["a"]`)
+	if err := Explain(json.Unmarshal(doc, &tests), doc, &tests); err == nil || err.Error() != "[0]: must be an object, not a JSON string" {
+		t.Errorf("%s: %v", doc, err)
+	}
+
+	// Through an embedded struct.
+	doc = []byte(`{"files":[{"time_limit":1},{"memory_limit":"x"}]}`)
+	var v withEmbedded
+	if err := Explain(json.Unmarshal(doc, &v), doc, &v); err == nil || err.Error() != "files[1].memory_limit: must be an integer, not a JSON string" {
+		t.Errorf("%s: %v", doc, err)
+	}
+}
+
+// TestTypeErrorKeepsMessagesShort: encoding/json puts a number it cannot
+// store into its error whole; a client's megabyte of digits is not
+// echoed back.
+func TestTypeErrorKeepsMessagesShort(t *testing.T) {
+	doc := `{"limits":{"memory_limit":1` + strings.Repeat("0", 1<<20) + `.5}}`
+	err := decode(doc)
+	var te *TypeError
+	if !errors.As(err, &te) || te.Path != "limits.memory_limit" || len(err.Error()) > 200 ||
+		!strings.HasPrefix(err.Error(), "limits.memory_limit: must be an integer, not a JSON number 100") {
+		t.Errorf("%.300v", err)
+	}
+}
+
+// FuzzExplain: any document is decoded or refused with an error, never a
+// panic; a type error is named by a path of the document, never by the
+// Go names encoding/json's own path has.
+func FuzzExplain(f *testing.F) {
+	for _, s := range []string{
+		`{"test_cases":[{"input":"1"},{"input":3}]}`, `{"test_cases":[{"expected":2}]}`, `{"test_cases":["x"]}`,
+		`{"env":{"A":{"time_limit":"x"}}}`, `{"matrix":[[1],["x"]]}`, `{"limits":{"memory_limit":1e400}}`, `[1]`, `{"a":`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		err := decode(string(doc))
+		var te *TypeError
+		if !errors.As(err, &te) {
+			return
+		}
+		for _, goName := range []string{"plain", "base", "Alias"} {
+			if strings.Contains(te.Path, goName) && !bytes.Contains(bytes.ToLower(doc), bytes.ToLower([]byte(goName))) {
+				t.Fatalf("%s: %v names %s", doc, err, goName)
+			}
+		}
+	})
 }

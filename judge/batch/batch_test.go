@@ -333,3 +333,32 @@ func TestSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeErrorsNameTheField: a line with a value of the wrong type is
+// refused naming the field as the line writes it, its own fields
+// (problem_id, test_set) and the request's at any depth alike.
+func TestTypeErrorsNameTheField(t *testing.T) {
+	lines := []struct{ line, msg string }{
+		{line("a", "ok", "python", `"problem_id":5`), "problem_id: must be a string, not a JSON number"},
+		{line("b", "ok", "python", `"test_set":["x"]`), "test_set: must be a string, not a JSON array"},
+		{`{"request_id":"c","code":"ok","language":"c","test_cases":[{"input":""},{"input":1}]}`, "test_cases[1].input: must be a string, not a JSON number"},
+		{line("d", "ok", "python", `"subtasks":[{"id":"s","points":"all","tests":["a"]}]`), "subtasks[0].points: must be a number, not a JSON string"},
+	}
+	var input []string
+	for _, l := range lines {
+		input = append(input, l.line)
+	}
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), strings.NewReader(strings.Join(input, "\n")), &out, Options{Judge: newFakeJudge().judge, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rs := results(t, out.String())
+	if len(rs) != len(lines) {
+		t.Fatalf("%d results:\n%s", len(rs), out.String())
+	}
+	for i, r := range rs {
+		if r.ErrorInfo == nil || r.ErrorInfo.Code != judge.CodeValidationError || r.ErrorInfo.Message != lines[i].msg {
+			t.Errorf("line %d: %+v, want %q", i+1, r.ErrorInfo, lines[i].msg)
+		}
+	}
+}
