@@ -304,6 +304,13 @@ wait:
 		case <-p.done:
 		}
 	}
+	if ok && !timedOut && time.Since(start) >= limits.Duration() {
+		// The answer came as the time limit passed: the timer may have
+		// fired and lost the select to it. A driver that stops a cell at
+		// the limit itself (node's V8 timeout) answers then, and that
+		// cell ran out of time all the same.
+		timedOut = true
+	}
 	stdout, cutOut := p.out.end()
 	stderr, cutErr := p.err.end()
 	res.Stdout, res.Stderr = string(stdout), string(stderr)
