@@ -30,7 +30,11 @@ const (
 // openDocker is a docker backend on the local images, closed when the test
 // ends: skipped with the reason without an engine or the images, a
 // failure under CI=true.
-func openDocker(t *testing.T) sandbox.Backend {
+func openDocker(t *testing.T) sandbox.Backend { t.Helper(); return openDockerWarm(t, 0) }
+
+// openDockerWarm is openDocker with warm containers made ahead of need, as
+// serve and mcp keep them (docker.warm).
+func openDockerWarm(t *testing.T, warm int) sandbox.Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -45,7 +49,7 @@ func openDocker(t *testing.T) sandbox.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := docker.New(docker.Options{Languages: images, PullPolicy: docker.PullNever})
+	b, err := docker.New(docker.Options{Languages: images, PullPolicy: docker.PullNever, Warm: warm})
 	if err != nil {
 		t.Fatalf("docker backend unavailable: %v", err)
 	}
@@ -57,32 +61,60 @@ func openDocker(t *testing.T) sandbox.Backend {
 	return b
 }
 
-// containers lists the containers this test process's backends made that
-// still exist, in any state.
-func containers() error {
+// containers is what b finds left of a run, and the containers this test
+// process's backends made that still exist, in any state, but for those of
+// the warm pool, which b accounts for.
+func containers(b sandbox.Backend) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var found []string
+	if err := b.(*docker.Backend).Leftovers(ctx); err != nil {
+		found = append(found, err.Error())
+	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	list, err := cli.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", "coderunner.pid="+strconv.Itoa(os.Getpid())))})
 	if err != nil {
 		return err
 	}
-	if len(list) == 0 {
-		return nil
-	}
-	var found []string
 	for _, c := range list {
-		found = append(found, c.ID[:12]+" ("+c.State+")")
+		if c.Labels["coderunner.warm"] != "" {
+			// The backend's: Leftovers tells one a run took (busy,
+			// or being removed) from one made for runs to come.
+			continue
+		}
+		found = append(found, "container "+c.ID[:12]+" ("+c.State+")")
 	}
-	return fmt.Errorf("containers %s", strings.Join(found, ", "))
+	if len(found) > 0 {
+		return fmt.Errorf("%s", strings.Join(found, "; "))
+	}
+	return nil
 }
 
-// TestDocker runs the interpreter suite on the docker backend.
+// TestDocker runs the interpreter suite on the docker backend, with a
+// container made for each interpreter and with warm containers made ahead
+// (serve's and mcp's default).
 func TestDocker(t *testing.T) {
 	runSuite(t, target{name: "docker", open: openDocker, left: containers})
+}
+
+func TestDockerWarm(t *testing.T) {
+	testutil.Require(t, os.Geteuid() == 0, "the docker warm pool mounts workspaces: needs root")
+	// The pool fills with containers for the kinds of run it has seen:
+	// an interpreter started again (a restart, a session of the same
+	// limits) takes one.
+	var taken int64
+	open := func(t *testing.T) sandbox.Backend {
+		b := openDockerWarm(t, 2)
+		t.Cleanup(func() { taken += b.(*docker.Backend).Warm().Taken })
+		return b
+	}
+	runSuite(t, target{name: "docker", open: open, left: containers})
+	if taken == 0 && !t.Failed() {
+		t.Error("no interpreter took a warm container")
+	}
 }

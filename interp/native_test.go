@@ -33,7 +33,7 @@ func openRegistered(name string) func(t *testing.T) sandbox.Backend {
 }
 
 // newEnv is a session store on the native backend.
-func newEnv(t *testing.T) *env { t.Helper(); return newEnvOn(t, nativeTarget, session.Options{}) }
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvOn(t, nativeTarget, session.Options{}, 0) }
 
 // TestNative runs the interpreter suite on the native backend.
 func TestNative(t *testing.T) { runSuite(t, nativeTarget) }
