@@ -2,13 +2,19 @@ package interp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/coderunner/coderunner/execute"
+	"github.com/coderunner/coderunner/sandbox"
+	"github.com/coderunner/coderunner/session"
 )
 
 // fakeProc is a proc whose driver is answer: it gets each run line and
@@ -70,5 +76,55 @@ func TestInterruptedEarlyIsAnError(t *testing.T) {
 	m.call(context.Background(), p, execute.Request{Code: "raise KeyboardInterrupt"}, limits, res)
 	if res.Status != execute.StatusExecutionError {
 		t.Fatalf("%s %s", res.Status, res.Message())
+	}
+}
+
+// runnerFunc is a Runner.
+type runnerFunc func(ctx context.Context, req execute.Request, lim execute.ProcessLimits) (*sandbox.Result, error)
+
+func (f runnerFunc) RunProcess(ctx context.Context, req execute.Request, lim execute.ProcessLimits) (*sandbox.Result, error) {
+	return f(ctx, req, lim)
+}
+
+// An interpreter ended on purpose (its session deleted or expired, a
+// restart) is not logged as a failure: its run ends cancelled, as every
+// backend ends a cancelled run. One whose sandbox failed is.
+func TestEndOnPurposeNotLogged(t *testing.T) {
+	store, err := session.Open(session.Options{Dir: t.TempDir(), NoTmpfs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	for _, tt := range []struct {
+		name   string
+		run    runnerFunc
+		logged bool
+	}{
+		{"cancelled", func(ctx context.Context, _ execute.Request, _ execute.ProcessLimits) (*sandbox.Result, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, false},
+		{"failed", func(context.Context, execute.Request, execute.ProcessLimits) (*sandbox.Result, error) {
+			return nil, fmt.Errorf("%w: the engine is gone", sandbox.ErrSetup)
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var log bytes.Buffer
+			m := New(tt.run, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			lease, err := store.Acquire(context.Background(), "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lease.Release()
+			p := m.start(lease, drivers["python"], execute.ExecutionLimits{}.WithDefaults())
+			if tt.logged {
+				// It fails by itself, before it is closed.
+				<-p.done
+			}
+			_ = p.Close()
+			if got := strings.Contains(log.String(), "could not run"); got != tt.logged {
+				t.Fatalf("logged %v, want %v: %s", got, tt.logged, log.String())
+			}
+		})
 	}
 }
