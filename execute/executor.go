@@ -213,6 +213,9 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 
 // check validates a request, finds its language and places its files.
 func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, multifile.Source, error) {
+	if err := checkRunMode(req); err != nil {
+		return ExecutionLimits{}, nil, multifile.Source{}, err
+	}
 	src, err := CheckRequest(req)
 	if err != nil {
 		return ExecutionLimits{}, nil, src, err
@@ -233,6 +236,18 @@ func (e *Executor) check(req Request) (ExecutionLimits, *lang.Language, multifil
 		}
 	}
 	return limits, l, src, nil
+}
+
+// checkRunMode refuses a request of another mode than a program run once:
+// a cell of an interpreter runs in its session's live interpreter, which
+// a session store keeps (session.Store.Execute), and is never run here as
+// a program.
+func checkRunMode(req Request) error {
+	if req.Mode == "" {
+		return nil
+	}
+	return fmt.Errorf("%w %q: this executor runs a program once; an interpreter's cells run through a session store that keeps the interpreter",
+		ErrInvalidMode, req.Mode)
 }
 
 // CheckRequest checks what can be checked of a request without its

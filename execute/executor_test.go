@@ -347,6 +347,7 @@ func TestSetupErrors(t *testing.T) {
 func TestRefusedRequests(t *testing.T) {
 	bad := "no/slashes"
 	long := strings.Repeat("a", 65)
+	sid := "nb"
 	tests := []struct {
 		name string
 		req  Request
@@ -361,6 +362,10 @@ func TestRefusedRequests(t *testing.T) {
 		{"invalid limits", Request{Language: "script", Code: "x", Limits: ExecutionLimits{TimeLimit: 301}}, ErrInvalidLimits},
 		{"negative memory", Request{Language: "script", Code: "x", Limits: ExecutionLimits{MemoryLimit: -5}}, ErrInvalidLimits},
 		{"unknown language", Request{Language: "cobol", Code: "x"}, lang.ErrUnknownLanguage},
+		// A cell runs in the interpreter a session store keeps, never as
+		// a program run once.
+		{"interpreter mode", Request{Language: "script", Code: "x", SessionID: &sid, Mode: ModeInterpreter}, ErrInvalidMode},
+		{"unknown mode", Request{Language: "script", Code: "x", Mode: "notebook"}, ErrInvalidMode},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -368,6 +373,14 @@ func TestRefusedRequests(t *testing.T) {
 			res, err := e.Execute(context.Background(), tt.req)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Execute() = %v, %v; want %v", res, err, tt.want)
+			}
+			if tt.req.Mode != "" {
+				ws := t.TempDir()
+				req := tt.req
+				req.Workspace = ws
+				if _, err := e.RunProcess(context.Background(), req, ProcessLimits{Wall: time.Second, CPU: time.Second, Output: 1}); !errors.Is(err, tt.want) {
+					t.Fatalf("RunProcess() = %v; want %v", err, tt.want)
+				}
 			}
 			if len(fb.Specs()) != 0 {
 				t.Error("a refused request reached the sandbox")

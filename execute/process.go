@@ -29,6 +29,9 @@ type ProcessLimits struct {
 // Workspace. The refusals are those of Execute; the sandbox's failure is
 // the error.
 func (e *Executor) RunProcess(ctx context.Context, req Request, lim ProcessLimits) (*sandbox.Result, error) {
+	if err := checkRunMode(req); err != nil {
+		return nil, err
+	}
 	src, err := CheckRequest(req)
 	if err != nil {
 		return nil, err

@@ -210,7 +210,9 @@ func (m *Manager) start(lease *session.Lease, drv driver, limits execute.Executi
 		p.sr, p.runErr = m.run.RunProcess(ctx, req, execute.ProcessLimits{Wall: m.opts.Lifetime, CPU: m.opts.Lifetime,
 			Output: maxLifeOutput, Limits: limits})
 		_ = r.CloseWithError(io.ErrClosedPipe)
-		if p.runErr != nil {
+		// Its end on purpose (Close: the session ended, a restart, a
+		// kill after the grace) cancels its run: no failure of it.
+		if p.runErr != nil && ctx.Err() == nil {
 			m.log.Warn("an interpreter could not run", "session_id", lease.ID(), "error", p.runErr)
 		}
 	}()
@@ -303,6 +305,13 @@ wait:
 		case <-gotErr:
 		case <-p.done:
 		}
+	}
+	if ok && !timedOut && time.Since(start) >= limits.Duration() {
+		// The answer came as the time limit passed: the timer may have
+		// fired and lost the select to it. A driver that stops a cell at
+		// the limit itself (node's V8 timeout) answers then, and that
+		// cell ran out of time all the same.
+		timedOut = true
 	}
 	stdout, cutOut := p.out.end()
 	stderr, cutErr := p.err.end()

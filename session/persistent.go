@@ -279,8 +279,14 @@ func recordedUse(path string) int64 {
 
 // Execute runs req with ex. A request with a SessionID runs in that
 // session's workspace, after the session's running call if any; one
-// without runs as it is. A SessionTTL is refused (ErrInvalidTTL).
+// without runs as it is. A SessionTTL is refused (ErrInvalidTTL), and so
+// is the interpreter mode (execute.ErrInvalidMode): a process that ends
+// with its call keeps files between calls, not a live interpreter.
 func (p *PersistentStore) Execute(ctx context.Context, ex Executor, req execute.Request) (*execute.Result, error) {
+	if req.Mode != "" {
+		return nil, fmt.Errorf("%w %q: sessions kept on disk between processes (coderunner run --session) keep files, not a live interpreter; "+
+			"interpreter sessions are served by coderunner serve (HTTP) and coderunner mcp", execute.ErrInvalidMode, req.Mode)
+	}
 	if req.SessionTTL != 0 {
 		// Its sessions share the store's idle timeout, recorded nowhere
 		// per session: refuse rather than ignore what was asked.

@@ -202,6 +202,35 @@ func TestPersistentExecute(t *testing.T) {
 	}
 }
 
+// A cell of an interpreter cannot run in a session kept on disk: the
+// process that would keep the interpreter ends with the call. It is
+// refused, and never run as a program.
+func TestPersistentRefusesInterpreter(t *testing.T) {
+	p := openPersistent(t, "", newClock(), Options{})
+	ran := false
+	ex := executorFunc(func(context.Context, execute.Request) (*execute.Result, error) {
+		ran = true
+		return &execute.Result{}, nil
+	})
+	id := "nb"
+	for _, req := range []execute.Request{
+		{Language: "python", Code: "x = 1", SessionID: &id, Mode: execute.ModeInterpreter},
+		{Language: "python", Code: "x = 1", Mode: execute.ModeInterpreter},
+		{Language: "python", Code: "x = 1", SessionID: &id, Mode: "notebook"},
+	} {
+		_, err := p.Execute(context.Background(), ex, req)
+		if !errors.Is(err, execute.ErrInvalidMode) || !strings.Contains(err.Error(), "coderunner serve") {
+			t.Errorf("mode %q: %v", req.Mode, err)
+		}
+	}
+	if ran {
+		t.Fatal("a cell ran as a program")
+	}
+	if ids := p.ids(); len(ids) != 0 {
+		t.Fatalf("a refused call started sessions %v", ids)
+	}
+}
+
 // TestPersistentTmpfs checks that, as root, a session's workspace is a
 // tmpfs capped at MaxBytes while a call runs (a call cannot fill the disk),
 // that it keeps the files for another process's next call, and that ending

@@ -176,6 +176,12 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(out, "stay for the next run with the same ID") {
 			t.Errorf("%v: the help does not say that sessions keep files", args)
 		}
+		// run cannot keep an interpreter: it says where interpreter
+		// sessions are, and offers no mode of its own.
+		if !strings.Contains(out, "interpreter sessions") || !strings.Contains(out, "coderunner serve") ||
+			!strings.Contains(out, "coderunner mcp") || strings.Contains(out, "  --mode") {
+			t.Errorf("%v: the help does not send interpreter sessions to serve and mcp", args)
+		}
 	}
 
 	ta := newApp(t, "")

@@ -30,6 +30,11 @@ Arguments after -- are the program's (coderunner run main.py -- a b).
 Compiled languages are compiled first under the compile limits (30 s, 512 MB);
 --timeout covers the run only.
 
+--session keeps a session's files between runs, not its variables: run ends
+with its program, so it cannot keep an interpreter alive between calls. For
+interpreter sessions (a live Python or JavaScript interpreter per session),
+use coderunner serve (HTTP, "mode": "interpreter") or coderunner mcp.
+
 Without --json the program's stdout and stderr stream through and coderunner
 exits with the program's exit code: 124 when it timed out, 137 when it was
 killed for its memory, 125 when the sandbox itself failed, 2 for bad usage.
@@ -72,7 +77,9 @@ func (a *App) runCmd(ctx context.Context, args []string) int {
 	fs.IntVar(&f.maxOutput, "max-output", 0, "cap of stdout and of stderr, each, in `CHARS` (bytes), 1 to 10000000 (default 100000); over it the program is stopped")
 	fs.StringVar(&f.session, "session", "", "session `ID` (letters, digits, _ and -, at most 64): the files the program writes in /workspace "+
 		"stay for the next run with the same ID (kept under $XDG_STATE_HOME/coderunner/sessions, or /var/lib/coderunner/sessions as root; "+
-		"one run at a time per session; removed after sessions.idle_timeout unused)")
+		"one run at a time per session; removed after sessions.idle_timeout unused). Files only: each run is a new process, "+
+		"so variables do not carry over; a live Python or JavaScript interpreter kept between calls (the interpreter mode) "+
+		"is served by coderunner serve (HTTP) and coderunner mcp")
 	fs.StringVar(&f.entry, "entry", "", "with a DIR or several FILEs, the `PATH` (relative to the directory) of the file to run or compile")
 	fs.BoolVar(&f.artifactContent, "artifact-content", false, "with --json, return the contents (base64) of the files the program leaves in /workspace")
 	fs.Int64Var(&f.artifactBytes, "artifact-max-bytes", 0, fmt.Sprintf("with --artifact-content, most `BYTES` of content returned, all files together, 1 to %d (default %d)",
