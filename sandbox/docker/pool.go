@@ -147,6 +147,15 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 	if b.warm == 0 {
 		return nil
 	}
+	if !b.warmExec {
+		if _, none := b.noShell.Load(image); none {
+			return nil
+		}
+		if _, ok := requestLine(s); !ok {
+			// A value the request line cannot carry.
+			return nil
+		}
+	}
 	pk, ok := b.poolKey(s, image)
 	if !ok {
 		return nil
@@ -204,6 +213,16 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		b.refill()
 		return nil
 	}
+	if bx.launch != nil && !bx.launch.alive() {
+		// Its launcher died while it waited (killed, out of memory):
+		// replaced, and the run makes a container of its own.
+		b.log.Warn("a warm container's launcher is gone; making one for the run", "container", bx.id)
+		b.mu.Lock()
+		b.warmTaken--
+		b.mu.Unlock()
+		b.release(bx, false)
+		return nil
+	}
 	bx.key = key
 	if err := b.mountWorkspace(bx, s); err != nil {
 		b.log.Warn("unable to ready a warm container; making one for the run", "container", bx.id, "error", err)
@@ -236,7 +255,9 @@ func (b *Backend) dropOldestPool() []*box {
 // either holding the spec's files, mounted on bx's directory in the pool
 // and so at /workspace in the container.
 func (b *Backend) mountWorkspace(bx *box, s *sandbox.Spec) error {
-	b.takeUser(bx, s.Workspace)
+	if bx.launch == nil {
+		b.takeUser(bx, s.Workspace)
+	}
 	bx.files = nil
 	if s.Workspace == "" {
 		if err := capws.Mount(bx.mountDir, s.Limits.WorkspaceSize, maxInodes); err != nil {
@@ -364,14 +385,20 @@ func (b *Backend) createWarm(ctx context.Context, image string, lim sandbox.Limi
 		return nil, err
 	}
 	bx := &box{image: image, res: resourcesOf(lim), warm: true, mountDir: dir}
+	withLauncher := !b.warmExec
+	if withLauncher {
+		// The program's user, fixed from the start.
+		b.takeUser(bx, "")
+	}
 	tmpfs := map[string]string{
 		sandbox.TmpDir: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpSize, maxInodes),
 		"/sys":         "ro,nosuid,nodev,noexec,size=4k",
 	}
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: sandbox.WorkspaceDir,
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}}}
-	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, map[string]string{labelWarm: "1"}); err != nil {
+	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, map[string]string{labelWarm: "1"}, withLauncher); err != nil {
 		if bx.id == "" {
+			b.freeUser(bx)
 			b.removeMountDir(bx)
 		}
 		return nil, err

@@ -45,6 +45,12 @@ func waitWarm(t *testing.T, b *docker.Backend, n int) {
 // made a container of its own.
 func runWarm(t *testing.T, b *docker.Backend, spec *sandbox.Spec) *sandbox.Result {
 	t.Helper()
+	if len(spec.Args) == 3 && strings.Contains(spec.Args[2], "\n") {
+		// A newline cannot reach a launcher in its request line: the
+		// script goes in a file.
+		spec.Files = append(spec.Files, sandbox.File{Path: "run.sh", Content: []byte(spec.Args[2])})
+		spec.Args = []string{"/bin/sh", "/workspace/run.sh"}
+	}
 	waitWarm(t, b, 1)
 	before := b.Warm().Taken
 	res, err := b.Run(context.Background(), spec)
@@ -186,10 +192,17 @@ echo started`))
 	if len(after) != len(before) {
 		t.Errorf("something of the run still writes to the workspace: %d bytes, then %d", len(before), len(after))
 	}
-	// The next run of the session: its files, its user.
-	out := string(runWarm(t, b, spec(`cat /workspace/kept; id -u`)).Stdout)
-	if out != fmt.Sprintf("one\n%d\n", uid) {
-		t.Errorf("the session's next run printed %q, want its file and user %d", out, uid)
+	// The next run of the session: its files, which it may change; its
+	// user (fixed when its warm container was made) owns the workspace.
+	out := string(runWarm(t, b, spec(`cat /workspace/kept; echo two >>/workspace/kept; rm /workspace/late; id -u`)).Stdout)
+	if err := syscall.Stat(ws.Path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if out != fmt.Sprintf("one\n%d\n", st.Uid) {
+		t.Errorf("the session's next run printed %q, want its file and the workspace's owner %d", out, st.Uid)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws.Path, "kept")); err != nil || string(data) != "one\ntwo\n" {
+		t.Errorf("the kept file holds %q, %v: the next run could not change it", data, err)
 	}
 }
 
