@@ -337,8 +337,17 @@ func (b *Backend) fill(ctx context.Context) {
 				bx.idleSince = time.Now()
 				p.idle = append(p.idle, bx)
 			}
+			_, noShell := b.noShell.Load(p.image)
+			if err != nil && noShell && b.pools[p.key] == p {
+				// No launcher can run in the image: no pool for it.
+				delete(b.pools, p.key)
+			}
 			p.done()
 			b.mu.Unlock()
+			if err != nil && noShell {
+				b.log.Info("no warm containers for an image without /bin/sh", "image", p.image)
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn("unable to make a warm container", "image", p.image, "error", err)

@@ -385,11 +385,20 @@ func TestWarmSweepsDeadPools(t *testing.T) {
 
 // TestWarmContainerGone: the idle warm containers were removed behind
 // the backend's back (an engine restarted, an operator's docker rm): a
-// run that takes one gets a container of its own instead, and the pool
-// is made again.
+// run gets a container of its own instead, and the pool is made again.
+// A launcher's end is seen when the run takes its container; an exec
+// fails once tried, and the pool is emptied.
 func TestWarmContainerGone(t *testing.T) {
+	for _, execPath := range []bool{false, true} {
+		t.Run(map[bool]string{false: "launcher", true: "exec"}[execPath], func(t *testing.T) {
+			warmContainerGone(t, execPath)
+		})
+	}
+}
+
+func warmContainerGone(t *testing.T, execPath bool) {
 	requireWarm(t)
-	b := newBackend(t, docker.Options{Warm: 2})
+	b := newBackend(t, docker.Options{Warm: 2, WarmExec: execPath})
 	ws, err := capws.New(t.TempDir(), "ws-", 16<<20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -419,8 +428,8 @@ func TestWarmContainerGone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a run that took a removed warm container: %v", err)
 	}
-	if b.Warm().Taken != taken+1 {
-		t.Fatal("the run did not take a warm container")
+	if want := taken + map[bool]int64{false: 0, true: 1}[execPath]; b.Warm().Taken != want {
+		t.Fatalf("the run took %d warm containers, want %d", b.Warm().Taken-taken, want-taken)
 	}
 	if string(res.Stdout) != "in\n" || res.Status != sandbox.StatusOK {
 		t.Errorf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
