@@ -86,8 +86,8 @@ type Options struct {
 	// Warm is how many containers to keep created and started ahead of
 	// need for each kind of run seen (an image and its fixed settings),
 	// from 0 (the default: none) to MaxWarm. A run that finds one costs
-	// an exec instead of a container's creation; the container still
-	// serves that run only. It needs root (the run's workspace is mounted
+	// neither a container's creation nor an exec (a launcher in it
+	// starts the program); the container still serves that run only. It needs root (the run's workspace is mounted
 	// into the container from the host) and an engine on this machine;
 	// elsewhere it is ignored, with a warning.
 	Warm int
@@ -342,7 +342,10 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	warm := "possible here: serve, mcp and judge keep docker.warm of them for each kind of run"
 	switch err := b.warmPossible(); {
 	case b.warm > 0:
-		warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run", b.warm)
+		warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run, its program started by a launcher (no docker exec)", b.warm)
+		if b.warmExec {
+			warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run, its program started with docker exec", b.warm)
+		}
 	case b.warmOff != "":
 		warm = "off: " + b.warmOff
 	case err != nil:

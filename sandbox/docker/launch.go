@@ -2,8 +2,11 @@ package docker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -30,22 +32,25 @@ import (
 // a launcher run by the image's own /bin/sh, its standard streams are
 // attached before it starts, and its user is the program's from the
 // start. The launcher says it is ready ('R' on stdout), reads one request
-// line from stdin, says it took it ('G'), and evaluates it: the line,
-// built by the backend only, changes to the working directory and execs
-// /usr/bin/env -i with the run's environment and argv, every value single
-// quoted, so that the shell parses nothing of the request. dash's read
-// takes one byte at a time from a pipe: the rest of the stream is the
-// program's stdin, untouched. The program is then the container's
-// process: docker-init, PID 1, reaps it and exits with its status (128+N
-// for a signal), and its end ends the container, with everything it
-// left.
+// line from stdin, says it took it ('G'), and evaluates it. The line,
+// built by the backend only, every value single quoted so that the shell
+// parses nothing of the request, changes to the working directory and
+// runs /usr/bin/env -i with the run's environment and argv, as an exec
+// would; dash's read takes one byte at a time from a pipe, so the rest of
+// the stream is the program's stdin, untouched. Once the program ended
+// the line writes an end mark on stdout, with the program's status
+// (128+N for a signal), and one on stderr, each holding a nonce of the
+// run, and stops the launcher: the container, its cgroup and its
+// counters stay until the backend has read them and kills it.
 //
-// The end of the program is seen from the host through a pidfd of the
-// launcher (the process that becomes the program): the container's
-// cgroup, and with it its counters, is removed before the engine reports
-// the container's exit, so they are read the moment the program is gone.
-// A pidfd of docker-init tells when nothing of the run is left, and kills
-// it without the engine.
+// The marks tell the backend that it has all of the program's output and
+// its status without the engine, whose report of a container's end comes
+// only after the container's teardown (about 40 ms here). The backend
+// kills the container through a pidfd of its docker-init, which also
+// tells when nothing of the run is left. A program that ends the launcher
+// (it runs as the same user), or learns the nonce from its memory, only
+// cuts its own run short: without the marks its end is the container's,
+// as the engine reports it.
 
 // launcherScript is the warm container's command, run by /bin/sh.
 const launcherScript = `printf R; IFS= read -r l || exit 0; printf G; eval "$l"`
@@ -57,6 +62,9 @@ const (
 	launcherTook  = 'G'
 )
 
+// endTag starts the end marks, after a NUL.
+const endTag = "coderunner-end-"
+
 // maxRequestLine bounds the request line: dash reads it a byte at a time.
 // A run whose line would be longer gets a container of its own.
 const maxRequestLine = 16 << 10
@@ -64,19 +72,26 @@ const maxRequestLine = 16 << 10
 // readyTimeout bounds the wait for a new launcher's ready byte.
 const readyTimeout = 30 * time.Second
 
-// requestLine is the line that makes the launcher run s: the working
-// directory, then exec of env -i with s's environment and argv, as the
-// exec path runs them, stdin /dev/null when s has none. ok is false when a value holds a newline or a NUL
-// (the line could not carry it) or the line is too long.
-func requestLine(s *sandbox.Spec) (line string, ok bool) {
+// requestLine is the line that makes the launcher run s, its end marked
+// with nonce: the working directory, then env -i with s's environment
+// and argv, as the exec path runs them (stdin /dev/null when s has
+// none), then the marks, then the launcher stops. ok is false when a
+// value holds a newline or a NUL (the line could not carry it) or the
+// line is too long.
+func requestLine(s *sandbox.Spec, nonce string) (line string, ok bool) {
 	dir := s.Dir
 	if dir == "" {
 		dir = sandbox.WorkspaceDir
 	}
 	var b strings.Builder
-	b.WriteString("cd -P -- ")
+	// The shell's own stderr is /dev/null: dash tells of a child killed
+	// by a signal there ("Killed"), which an exec's program never has.
+	// Its fd 3 keeps the container's stderr, for the program and the
+	// mark; the program's redirections are made in a subshell that
+	// becomes it, not around the shell's wait.
+	b.WriteString("exec 3>&2 2>/dev/null; if cd -P -- ")
 	b.WriteString(shQuote(dir))
-	b.WriteString(" 2>/dev/null || { echo 'coderunner-launcher: exec failed: no working directory' >&2; exit 126; }; exec ")
+	b.WriteString(" 2>/dev/null; then (exec ")
 	b.WriteString(shQuote("/usr/bin/env"))
 	b.WriteString(" -i")
 	for _, v := range [][]string{s.Env, s.Args} {
@@ -89,11 +104,29 @@ func requestLine(s *sandbox.Spec) (line string, ok bool) {
 		// As for an exec without input.
 		b.WriteString(" </dev/null")
 	}
+	b.WriteString(" 2>&3 3>&-); s=$?; else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ")
+	fmt.Fprintf(&b, `printf '\000%s%%s %%d\n' %s "$s"; printf '\000%s%%s\n' %s >&3; while :; do kill -STOP $$; done`,
+		endTag, shQuote(nonce), endTag, shQuote(nonce))
 	line = b.String()
 	if strings.ContainsAny(line, "\n\x00") || len(line) >= maxRequestLine {
 		return "", false
 	}
 	return line + "\n", true
+}
+
+// sendable reports whether s can be sent to a launcher.
+func sendable(s *sandbox.Spec) bool {
+	_, ok := requestLine(s, strings.Repeat("0", nonceLen))
+	return ok
+}
+
+// nonceLen is the length of a run's nonce in hex digits.
+const nonceLen = 32
+
+func newNonce() string {
+	var b [nonceLen / 2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // shQuote quotes s for the shell: within single quotes nothing is
@@ -106,8 +139,8 @@ func shQuote(s string) string {
 // launcher is a warm container's launcher, as the backend holds it.
 type launcher struct {
 	hj types.HijackedResponse
-	// pidfd refers to the launcher (then the program), initFD to the
-	// container's docker-init; -1 when not open.
+	// pidfd refers to the launcher, initFD to the container's
+	// docker-init; -1 when not open.
 	pidfd, initFD int
 	// exited is closed once the engine reported the container's end:
 	// status, or waitErr when the engine failed to tell.
@@ -305,7 +338,8 @@ var errLauncher = fmt.Errorf("%w: the launcher of a warm container is gone", san
 // runLaunched runs s in bx by sending its launcher the request line.
 func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*sandbox.Result, error) {
 	l := bx.launch
-	line, ok := requestLine(s)
+	nonce := newNonce()
+	line, ok := requestLine(s, nonce)
 	if !ok {
 		// takeWarm does not hand such a run a warm container.
 		return nil, notStarted{fmt.Errorf("%w: the run cannot be sent to a launcher", sandbox.ErrSetup)}
@@ -321,9 +355,7 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	if err != nil {
 		return nil, notStarted{fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)}
 	}
-	p := &launched{b: b, ctx: ctx, spec: s, bx: bx, before: before, since: time.Now(),
-		streams: make(chan struct{}), took: make(chan struct{}), gone: make(chan struct{}),
-		quitEnd: make(chan struct{}), endDone: make(chan struct{})}
+	p := &launched{b: b, ctx: ctx, spec: s, bx: bx, before: before, since: time.Now(), streams: make(chan struct{})}
 	cfg := watch.Config{
 		Spec: s,
 		Source: func() (watch.Usage, error) {
@@ -339,15 +371,17 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	}
 	sup := watch.NewSupervisor(cfg)
 	p.taken = sup.Taken
+	mark := "\x00" + endTag + nonce
+	p.stdout = newEndWriter(nil, mark, true)
+	p.stderr = newEndWriter(nil, mark, false)
 	sup.Copy(func(stdout, stderr io.Writer) {
 		defer close(p.streams)
-		_, _ = stdcopy.StdCopy(&tookWriter{w: stdout, took: p.took}, stderr, l.hj.Reader)
+		p.stdout.w, p.stderr.w = stdout, stderr
+		_, _ = stdcopy.StdCopy(p.stdout, p.stderr, l.hj.Reader)
+		p.stdout.flush()
+		p.stderr.flush()
 	})
-	// Its end is watched from now on: the counters are read the moment
-	// it comes.
-	go p.watchEnd()
 	if _, err := io.WriteString(l.hj.Conn, line); err != nil {
-		p.stopWatch()
 		return nil, notStarted{fmt.Errorf("%w: %w", errLauncher, err)}
 	}
 	if s.Stdin != nil {
@@ -355,102 +389,150 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	} else {
 		_ = l.hj.CloseWrite()
 	}
-	res, err := sup.Run(ctx, p)
-	p.stopWatch()
-	return res, err
+	return sup.Run(ctx, p)
 }
 
-// tookWriter drops the launcher's 'G', the first byte of stdout, and
-// closes took when it came.
-type tookWriter struct {
-	w    io.Writer
-	took chan struct{}
-	seen bool
+// endWriter passes a launched program's output on, without the
+// launcher's bytes: its 'G' (first on stdout) and the end mark, which
+// closes ended (on stdout with the status after it). Whatever comes after
+// the mark (something the program left, still writing) is dropped. The
+// bytes that could be the start of the mark are held back until they
+// turn out not to be.
+type endWriter struct {
+	w          io.Writer
+	mark       []byte
+	withStatus bool
+	ack        bool // the 'G' is still to come
+	took       chan struct{}
+	pending    []byte
+	ended      chan struct{}
+	done       bool
+	status     int
 }
 
-func (t *tookWriter) Write(b []byte) (int, error) {
-	if !t.seen && len(b) > 0 {
-		t.seen = true
+func newEndWriter(w io.Writer, mark string, stdout bool) *endWriter {
+	return &endWriter{w: w, mark: []byte(mark), withStatus: stdout, ack: stdout,
+		took: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// maxStatus bounds the status after the mark: " 255\n".
+const maxStatus = 8
+
+func (e *endWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	if e.done {
+		return n, nil
+	}
+	if e.ack && len(b) > 0 {
+		e.ack = false
 		if b[0] == launcherTook {
-			close(t.took)
-			n, err := t.w.Write(b[1:])
-			return n + 1, err
+			close(e.took)
+			b = b[1:]
 		}
 	}
-	return t.w.Write(b)
+	buf := b
+	if len(e.pending) > 0 {
+		buf = append(e.pending, b...)
+		e.pending = nil
+	}
+	if i := bytes.Index(buf, e.mark); i >= 0 {
+		if err := e.pass(buf[:i]); err != nil {
+			return n, err
+		}
+		rest := buf[i+len(e.mark):]
+		if e.withStatus {
+			j := bytes.IndexByte(rest, '\n')
+			if j < 0 && len(rest) < maxStatus {
+				// The status is on its way.
+				e.pending = append([]byte(nil), buf[i:]...)
+				return n, nil
+			}
+			code, err := strconv.Atoi(strings.TrimSpace(string(rest[:max(j, 0)])))
+			if j < 0 || err != nil {
+				code = -1
+			}
+			e.status = code
+		}
+		e.done = true
+		close(e.ended)
+		return n, nil
+	}
+	k := overlap(buf, e.mark)
+	e.pending = append([]byte(nil), buf[len(buf)-k:]...)
+	return n, e.pass(buf[:len(buf)-k])
 }
 
-// launched is the docker side of a run started by a launcher: the
-// program is the container's process, whose end a pidfd tells at once
-// and the engine confirms with its status.
+func (e *endWriter) pass(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := e.w.Write(b)
+	return err
+}
+
+// overlap is the length of the longest end of b that starts mark.
+func overlap(b, mark []byte) int {
+	for k := min(len(b), len(mark)-1); k > 0; k-- {
+		if bytes.HasSuffix(b, mark[:k]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// flush passes on what was held back, once the stream ended without a
+// mark; it is called from the goroutine that writes.
+func (e *endWriter) flush() {
+	if !e.done && len(e.pending) > 0 {
+		_ = e.pass(e.pending)
+		e.pending = nil
+	}
+}
+
+// launched is the docker side of a run started by a launcher: its end is
+// the two end marks, or, when they never come (the launcher was killed),
+// the container's, as the engine reports it.
 type launched struct {
-	b      *Backend
-	ctx    context.Context
-	spec   *sandbox.Spec
-	bx     *box
-	before usage
-	since  time.Time
-	taken  func() int64
-	// streams is closed when the output stream ended, took when the
-	// launcher took the request.
-	streams, took chan struct{}
-	// gone is closed once the program's process ended and end (or
-	// endErr) holds the counters read at that moment; watchEnd stops at
-	// quitEnd, and closes endDone.
-	gone, quitEnd, endDone chan struct{}
-	quitOnce               sync.Once
-	end                    usage
-	endErr                 error
+	b              *Backend
+	ctx            context.Context
+	spec           *sandbox.Spec
+	bx             *box
+	before         usage
+	since          time.Time
+	taken          func() int64
+	stdout, stderr *endWriter
+	// streams is closed when the copy of the output ended.
+	streams chan struct{}
 	// last is the CPU time of the latest reading while it ran.
 	last atomic.Int64
 
-	exitCode    int
-	exited      bool
+	exitCode int
+	exited   bool
+	// marked is set when the marks ended the run, streamsOpen while the
+	// output was open when Wait returned.
+	marked      bool
 	streamsOpen bool
 	after       usage
 	statsErr    error
 }
 
-// watchEnd waits for the program's process to end and reads the
-// container's counters then, before the container (and its cgroup)
-// goes.
-func (p *launched) watchEnd() {
-	defer close(p.endDone)
-	for {
-		select {
-		case <-p.quitEnd:
-			return
-		default:
-		}
-		if pidfdReadable(p.bx.launch.pidfd, 20*time.Millisecond) {
-			p.end, p.endErr = p.b.read(context.WithoutCancel(p.ctx), p.bx)
-			close(p.gone)
-			return
-		}
-	}
-}
-
-// stopWatch ends watchEnd and waits for it.
-func (p *launched) stopWatch() {
-	p.quitOnce.Do(func() { close(p.quitEnd) })
-	<-p.endDone
-}
-
-// Wait follows the program until the engine reported the container's end
-// and the output ended, or stayed open and quiet for lingerTimeout after
-// it.
+// Wait follows the program until both end marks came, or else until the
+// engine reported the container's end and the output ended (or stayed
+// quiet for lingerTimeout after it).
 func (p *launched) Wait(quit <-chan struct{}) error {
+	outEnded, errEnded := p.stdout.ended, p.stderr.ended
 	streamsDone, exited := p.streams, p.bx.launch.exited
 	p.streamsOpen = true
 	var linger <-chan time.Time
 	var lingerTaken int64
 	for {
 		select {
+		case <-outEnded:
+			outEnded = nil
+		case <-errEnded:
+			errEnded = nil
 		case <-streamsDone:
 			streamsDone, p.streamsOpen = nil, false
-			if p.exited {
-				return nil
-			}
 		case <-exited:
 			exited = nil
 			l := p.bx.launch
@@ -461,11 +543,8 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 				return fmt.Errorf("%w: unable to follow the program: %w", sandbox.ErrSetup, l.waitErr)
 			}
 			p.exitCode, p.exited = int(l.status.StatusCode), true
-			if streamsDone == nil {
-				return nil
-			}
-			// Nothing of the container runs any more: what is left
-			// of its output is on its way.
+			// Nothing of the container runs any more: what is left of
+			// its output is on its way.
 			linger = time.After(lingerTimeout)
 			lingerTaken = p.taken()
 		case <-linger:
@@ -477,41 +556,26 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 		case <-quit:
 			return nil
 		}
+		if outEnded == nil && errEnded == nil {
+			p.exitCode, p.exited, p.marked = p.stdout.status, true, true
+			return nil
+		}
+		if p.exited && streamsDone == nil {
+			return nil
+		}
 	}
 }
 
-// endBound bounds the wait for the counters read at the program's end,
-// once the engine said the container is over: the pidfd told first.
-const endBound = time.Second
-
-// Stop takes the counters of the run, and kills the container if it still
-// runs (a limit, the caller).
+// Stop takes the counters of the run, then kills the container: the
+// launcher waits, stopped, once the program ended, and whatever the
+// program left is killed with it.
 func (p *launched) Stop(reason watch.Reason) error {
-	select {
-	case <-p.gone:
-		p.after, p.statsErr = p.end, p.endErr
-	default:
-		if p.exited {
-			select {
-			case <-p.gone:
-				p.after, p.statsErr = p.end, p.endErr
-			case <-time.After(endBound):
-				p.statsErr = errors.New("the counters at the program's end were not read")
-			}
-		} else {
-			p.after, p.statsErr = p.b.read(context.WithoutCancel(p.ctx), p.bx)
-		}
-	}
-	if reason == watch.ReasonNone && p.exited {
-		return nil
-	}
 	l := p.bx.launch
-	if reason != watch.ReasonNone || !p.exited {
-		// Stop reading first, as for an exec: the engine never blocks
-		// on a stream nobody reads.
-		l.hj.Close()
-	}
-	if err := unix.PidfdSendSignal(l.initFD, unix.SIGKILL, nil, 0); err != nil {
+	p.after, p.statsErr = p.b.read(context.WithoutCancel(p.ctx), p.bx)
+	// Stop reading: past the marks nothing is the program's, and the
+	// engine never blocks on a stream nobody reads.
+	l.hj.Close()
+	if err := unix.PidfdSendSignal(l.initFD, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 10*time.Second)
 		defer cancel()
 		_ = p.b.cli.ContainerKill(kctx, p.bx.id, "KILL")
@@ -520,8 +584,8 @@ func (p *launched) Stop(reason watch.Reason) error {
 }
 
 // Totals are the counters since the take. When the container's cgroup
-// was gone before they could be read at the end, the last reading while
-// it ran and the peak seen stand in.
+// was gone before they could be read (the launcher killed), the last
+// reading while it ran and the peak seen stand in.
 func (p *launched) Totals(seen int64) (watch.Totals, error) {
 	var tot watch.Totals
 	before, after := p.before, p.after
@@ -542,22 +606,22 @@ func (p *launched) Totals(seen int64) (watch.Totals, error) {
 	return tot, nil
 }
 
-// Exit is the container's exit status (128+N for a signal), unless it
-// was killed. A launcher that never took the request, or an image that
-// could not run the program, is a setup error.
+// Exit is the program's status (128+N for a signal), unless it was
+// killed. A launcher that never took the request, or an image that could
+// not run the program, is a setup error.
 func (p *launched) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, error) {
-	if reason != watch.ReasonNone || !p.exited {
+	if reason != watch.ReasonNone || !p.exited || p.exitCode < 0 {
 		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
 	select {
-	case <-p.took:
+	case <-p.stdout.took:
 	default:
 		return watch.Exit{}, notStarted{fmt.Errorf("%w (status %d): %.200s", errLauncher, p.exitCode, res.Stderr)}
 	}
 	code, sig := watch.DecodeExit(p.exitCode)
 	if p.exitCode == 126 || p.exitCode == 127 {
 		msg := string(res.Stderr)
-		if strings.HasPrefix(msg, "/usr/bin/env: ") || strings.HasPrefix(msg, "coderunner-launcher: ") || strings.Contains(msg, "exec: /usr/bin/env: ") {
+		if strings.HasPrefix(msg, "/usr/bin/env: ") || strings.HasPrefix(msg, "coderunner-launcher: ") || strings.HasPrefix(msg, "sh: 1: /usr/bin/env: ") {
 			return watch.Exit{}, fmt.Errorf("%w: image %s cannot run %s: %s", sandbox.ErrSetup, p.bx.image, p.spec.Args[0], strings.TrimSpace(msg))
 		}
 	}

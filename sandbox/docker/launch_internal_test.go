@@ -20,14 +20,19 @@ import (
 
 func TestRequestLine(t *testing.T) {
 	s := &sandbox.Spec{Args: []string{"/bin/echo", "it's", "$(x)"}, Env: []string{"A='b'"}}
-	line, ok := requestLine(s)
-	want := `cd -P -- '/workspace' 2>/dev/null || { echo 'coderunner-launcher: exec failed: no working directory' >&2; exit 126; }; exec '/usr/bin/env' -i 'A='\''b'\''' '/bin/echo' 'it'\''s' '$(x)' </dev/null` + "\n"
+	line, ok := requestLine(s, "n0")
+	want := `exec 3>&2 2>/dev/null; if cd -P -- '/workspace' 2>/dev/null; then (exec '/usr/bin/env' -i 'A='\''b'\''' '/bin/echo' 'it'\''s' '$(x)' </dev/null 2>&3 3>&-); s=$?; ` +
+		`else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ` +
+		`printf '\000coderunner-end-%s %d\n' 'n0' "$s"; printf '\000coderunner-end-%s\n' 'n0' >&3; while :; do kill -STOP $$; done` + "\n"
 	if !ok || line != want {
 		t.Errorf("line %q, %v\nwant %q", line, ok, want)
 	}
 	s.Stdin = strings.NewReader("")
-	if line, _ := requestLine(s); strings.HasSuffix(line, "</dev/null\n") {
+	if line, _ := requestLine(s, "n0"); strings.Contains(line, "</dev/null") {
 		t.Errorf("a run with stdin gets /dev/null: %q", line)
+	}
+	if !sendable(s) {
+		t.Error("not sendable")
 	}
 	for _, bad := range []*sandbox.Spec{
 		{Args: []string{"/bin/sh", "-c", "a\nb"}},
@@ -36,9 +41,62 @@ func TestRequestLine(t *testing.T) {
 		{Args: []string{"/bin/true", "\x00"}},
 		{Args: []string{"/bin/true", strings.Repeat("x", maxRequestLine)}},
 	} {
-		if line, ok := requestLine(bad); ok {
-			t.Errorf("%q %q %q sent as %q", bad.Args, bad.Env, bad.Dir, line)
+		if sendable(bad) {
+			t.Errorf("%q %q %q sent", bad.Args, bad.Env, bad.Dir)
 		}
+	}
+}
+
+// TestEndWriter feeds a launcher's output in every way the engine may cut
+// it: the program's bytes pass, at once unless they could start the end
+// mark, and the launcher's bytes do not.
+func TestEndWriter(t *testing.T) {
+	const mark = "\x00coderunner-end-abc"
+	stream := "G> prompt\x00not the mark\x00coderunner-end-ab\x00coderunner-end-abc 137\nleft by a child"
+	for cut := 1; cut <= len(stream); cut++ {
+		var out bytes.Buffer
+		e := newEndWriter(&out, mark, true)
+		for i := 0; i < len(stream); i += cut {
+			if n, err := e.Write([]byte(stream[i:min(i+cut, len(stream))])); err != nil || n != min(cut, len(stream)-i) {
+				t.Fatalf("cut %d: write %d, %v", cut, n, err)
+			}
+		}
+		select {
+		case <-e.ended:
+		default:
+			t.Fatalf("cut %d: no end seen", cut)
+		}
+		select {
+		case <-e.took:
+		default:
+			t.Fatalf("cut %d: no G seen", cut)
+		}
+		if want := "> prompt\x00not the mark\x00coderunner-end-ab"; out.String() != want || e.status != 137 {
+			t.Errorf("cut %d: passed %q status %d", cut, out.String(), e.status)
+		}
+	}
+	// A prompt is passed at once; a possible start of the mark is held,
+	// and passed when the stream ends without one.
+	var out bytes.Buffer
+	e := newEndWriter(&out, mark, false)
+	_, _ = e.Write([]byte("Gname? "))
+	if out.String() != "Gname? " {
+		t.Errorf("stderr passed %q at once", out.String())
+	}
+	_, _ = e.Write([]byte("x\x00coder"))
+	if out.String() != "Gname? x" {
+		t.Errorf("passed %q, want the possible mark held", out.String())
+	}
+	e.flush()
+	if out.String() != "Gname? x\x00coder" {
+		t.Errorf("after the end, passed %q", out.String())
+	}
+	// A program that writes no G: its first byte is its own.
+	out.Reset()
+	e = newEndWriter(&out, mark, true)
+	_, _ = e.Write([]byte("Hello"))
+	if out.String() != "Hello" {
+		t.Errorf("passed %q", out.String())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -32,19 +33,19 @@ func warmBackend(t *testing.T, opts docker.Options) *docker.Backend {
 	return b
 }
 
-// TestLaunchedNotExeced: a warm container's program is its launcher,
-// docker-init's child, not a process the engine execs into it (whose
-// parent is outside the container: 0).
+// TestLaunchedNotExeced: a warm container's program is started by its
+// launcher, docker-init's child, not by an exec of the engine (whose
+// process's parent is outside the container: 0).
 func TestLaunchedNotExeced(t *testing.T) {
 	b := warmBackend(t, docker.Options{})
-	out := string(runWarm(t, b, shSpec(`grep PPid /proc/$$/status; tr '\0' ' ' </proc/1/cmdline`)).Stdout)
-	if !strings.HasPrefix(out, "PPid:\t1\n") || !strings.Contains(out, "docker-init") {
-		t.Errorf("the program is not docker-init's child:\n%s", out)
+	out := string(runWarm(t, b, shSpec(`tr '\0' ' ' </proc/$PPID/cmdline; echo; grep PPid /proc/$PPID/status; tr '\0' ' ' </proc/1/cmdline`)).Stdout)
+	if !strings.HasPrefix(out, "/bin/sh -c printf R;") || !strings.Contains(out, "\nPPid:\t1\n/sbin/docker-init") {
+		t.Errorf("the program's parent is not the launcher, docker-init's child:\n%s", out)
 	}
 	e := warmBackend(t, docker.Options{WarmExec: true})
-	out = string(runWarm(t, e, shSpec(`grep PPid /proc/$$/status`)).Stdout)
-	if out != "PPid:\t0\n" {
-		t.Errorf("with WarmExec the program is not an exec: %q", out)
+	out = string(runWarm(t, e, shSpec(`echo $PPID`)).Stdout)
+	if out != "0\n" {
+		t.Errorf("with WarmExec the program is not an exec: its parent is %q", out)
 	}
 }
 
@@ -62,6 +63,7 @@ func TestLaunchedAsExeced(t *testing.T) {
 	}{
 		{"env", &sandbox.Spec{Args: []string{"/usr/bin/env"}, Env: env}},
 		{"state", &sandbox.Spec{Args: []string{"/bin/sh", "-c", `[ "$(id -u)" = "$(id -g)" ] && [ "$(id -G)" = "$(id -g)" ] && echo one user, its own group; pwd; umask; ulimit -a; grep -E '^(Sig(Ign|Blk)|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb)|Seccomp):' /proc/self/status; for f in /proc/self/fd/*; do echo "$f $(readlink "$f" | sed 's/:.*//')"; done`}, Env: env}},
+		{"signal", &sandbox.Spec{Args: []string{"/bin/sh", "-c", `echo before >&2; kill -SEGV $$`}, Env: env}},
 		{"dir", &sandbox.Spec{Args: []string{"/bin/pwd"}, Env: env, Dir: "/workspace/it's $(x) `y` dir",
 			Files: []sandbox.File{{Path: "it's $(x) `y` dir/f", Content: []byte("x")}}}},
 	} {
@@ -70,12 +72,25 @@ func TestLaunchedAsExeced(t *testing.T) {
 			var outs [2]string
 			for i, b := range []*docker.Backend{launched, execed} {
 				s := *tc.spec
-				outs[i] = string(runWarm(t, b, &s).Stdout)
+				if tc.name == "signal" {
+					waitWarm(t, b, 1)
+					res, err := b.Run(context.Background(), &s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					outs[i] = fmt.Sprintf("%s %d %v %q %q", res.Status, res.ExitCode, res.Signal, res.Stdout, res.Stderr)
+					continue
+				}
+				res := runWarm(t, b, &s)
+				outs[i] = string(res.Stdout) + "\nstderr: " + string(res.Stderr)
 			}
 			if outs[0] != outs[1] {
 				t.Errorf("launched:\n%s\nexeced:\n%s", outs[0], outs[1])
 			}
-			if tc.name == "env" && outs[0] != strings.Join(env, "\n")+"\n" {
+			if tc.name == "signal" && !strings.Contains(outs[0], `"before\n"`) {
+				t.Errorf("stderr of a signalled program: %s", outs[0])
+			}
+			if tc.name == "env" && outs[0] != strings.Join(env, "\n")+"\n\nstderr: " {
 				t.Errorf("environment %q, want exactly %q", outs[0], env)
 			}
 		})

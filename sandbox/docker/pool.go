@@ -22,8 +22,8 @@ import (
 )
 
 // The warm pool keeps containers created and started ahead of need, so
-// that a run of a new program costs one exec instead of a container's
-// creation. A pooled container serves one run and is then removed, like
+// that a run of a new program costs neither a container's creation nor
+// an exec: a launcher in the container starts it (launch.go). A pooled container serves one run and is then removed, like
 // a container made for the run: no process, file, IPC object or counter
 // of one run is ever seen by another. Only what cannot be known before
 // the run moves to the moment it is taken:
@@ -37,15 +37,22 @@ import (
 //     tmpfs capped at the run's workspace size is mounted there; the
 //     spec's files are written into it from the host (hostws.Prepare,
 //     which never follows a link);
-//   - the program's user is chosen then (the exec's user), and its
-//     memory, CPU and process limits are set then (docker update) when
-//     they differ from the pooled container's.
+//   - its memory, CPU and process limits are set then (docker update)
+//     when they differ from the pooled container's.
+//
+// The program's user is the container's, taken from the uid pool when
+// the container is made: a host workspace an earlier run left to another
+// uid (a session's) is handed to it, as any workspace is handed to the
+// run's user (hostws.Prepare). With Options.WarmExec the program is an
+// exec instead, its user chosen at take time.
 //
 // What is fixed at creation (the image, the /tmp and /dev/shm caps, the
 // rlimits) makes the pool's key: a pool is kept per key that runs used,
 // at most maxPools of them, the least recently used dropped first. A run
 // whose spec needs a bind mount the image lacks (a compiled program from
-// the host) gets a container of its own, as without the pool.
+// the host), or that the launcher cannot be sent (a newline in its argv,
+// environment or directory), or whose image has no /bin/sh, gets a
+// container of its own, as without the pool.
 //
 // Mounting on the host needs root and an engine on this machine; without
 // them the pool stays off and every run gets a container of its own.
@@ -151,7 +158,7 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		if _, none := b.noShell.Load(image); none {
 			return nil
 		}
-		if _, ok := requestLine(s); !ok {
+		if !sendable(s) {
 			// A value the request line cannot carry.
 			return nil
 		}
