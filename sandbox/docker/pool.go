@@ -23,10 +23,11 @@ import (
 
 // The warm pool keeps containers created and started ahead of need, so
 // that a run of a new program costs neither a container's creation nor
-// an exec: a launcher in the container starts it (launch.go). A pooled container serves one run and is then removed, like
-// a container made for the run: no process, file, IPC object or counter
-// of one run is ever seen by another. Only what cannot be known before
-// the run moves to the moment it is taken:
+// an exec: a launcher in the container starts it (launch.go). A pooled
+// container serves one run and is then removed, like a container made
+// for the run: no process, file, IPC object or counter of one run is
+// ever seen by another. Only what cannot be known before the run moves
+// to the moment it is taken:
 //
 //   - its /workspace is bound at creation from a directory of its own,
 //     cN, in a tmpfs of the backend's on the host (poolDir) that is a

@@ -100,7 +100,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	res, reusable, err := b.runIn(ctx, bx, s)
 	var ns notStarted
-	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil && replayable(s.Stdin) {
+	// A launcher that never took the run may have had stdin fed to it
+	// already: the run is made again only with stdin it can read again.
+	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil && (!errors.Is(err, errLauncher) || replayable(s.Stdin)) {
 		if errors.Is(err, errLauncher) {
 			// Its launcher died before it took the run: that container
 			// alone is lost.
@@ -239,7 +241,7 @@ func (b *Backend) read(ctx context.Context, bx *box) (usage, error) {
 // another run of the program.
 func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandbox.Result, reusable bool, _ error) {
 	if bx.runsLauncher() {
-		// No exec: the launcher becomes the program.
+		// No exec: the container's launcher runs the program.
 		res, err := b.runLaunched(ctx, bx, s)
 		return res, false, err
 	}
