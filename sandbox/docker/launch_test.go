@@ -125,14 +125,11 @@ func TestLaunchedArgvLiteral(t *testing.T) {
 		}
 	}
 	for _, a := range attacks {
-		if a == "" || strings.ContainsAny(a, "/") {
-			continue // not a name; "/" is a path
+		if a == "" || strings.ContainsAny(a, "/") || strings.HasPrefix(a, "-") {
+			continue // not a directory's name, or basename's option
 		}
 		spec := &sandbox.Spec{Args: []string{"/bin/sh", "-c", `basename "$(pwd)"; ls -A /tmp`}, Env: []string{"PATH=/usr/bin:/bin"},
 			Dir: "/workspace/" + a, Files: []sandbox.File{{Path: a + "/f", Content: []byte("x")}}, Limits: sandbox.Limits{WallTime: 30 * time.Second}}
-		if a == "." || a == ".." || strings.HasPrefix(a, "-") {
-			continue
-		}
 		if got := string(runWarm(t, b, spec).Stdout); got != a+"\n" {
 			t.Errorf("in the directory %q the program is in %q", a, got)
 		}
