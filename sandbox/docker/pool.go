@@ -152,17 +152,8 @@ func closePool(dir string) error {
 // container the run would make itself, and a second creation would only
 // slow both down.
 func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key string) *box {
-	if b.warm == 0 {
+	if b.warm == 0 || !b.launchable(s, image) {
 		return nil
-	}
-	if !b.warmExec {
-		if _, none := b.noShell.Load(image); none {
-			return nil
-		}
-		if !sendable(s) {
-			// A value the request line cannot carry.
-			return nil
-		}
 	}
 	pk, ok := b.poolKey(s, image)
 	if !ok {
@@ -221,14 +212,7 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		b.refill()
 		return nil
 	}
-	if bx.launch != nil && !bx.launch.alive() {
-		// Its launcher died while it waited (killed, out of memory):
-		// replaced, and the run makes a container of its own.
-		b.log.Warn("a warm container's launcher is gone; making one for the run", "container", bx.id)
-		b.mu.Lock()
-		b.warmTaken--
-		b.mu.Unlock()
-		b.release(bx, false)
+	if b.launcherGone(bx) {
 		return nil
 	}
 	bx.key = key
@@ -238,6 +222,33 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		return nil
 	}
 	return bx
+}
+
+// launchable reports whether a warm container's launcher can run s in
+// image: the image has /bin/sh, and the request line can carry s.
+func (b *Backend) launchable(s *sandbox.Spec, image string) bool {
+	if b.warmExec {
+		return true
+	}
+	if _, none := b.noShell.Load(image); none {
+		return false
+	}
+	return sendable(s)
+}
+
+// launcherGone reports whether the launcher of bx, just taken, died while
+// it waited (killed, out of memory): bx is then replaced, uncounted, and
+// the run makes a container of its own.
+func (b *Backend) launcherGone(bx *box) bool {
+	if bx.launch == nil || bx.launch.alive() {
+		return false
+	}
+	b.log.Warn("a warm container's launcher is gone; making one for the run", "container", bx.id)
+	b.mu.Lock()
+	b.warmTaken--
+	b.mu.Unlock()
+	b.release(bx, false)
+	return true
 }
 
 // dropOldestPool forgets the least recently used pool and returns its

@@ -97,13 +97,6 @@ func dockerLaunch(n, batch int) {
 			return runOK(b, &sandbox.Spec{Args: []string{"/bin/true"}, Env: []string{fmt.Sprintf("RUN=%d", seq)}, Workspace: ws.Path})
 		}
 	}
-	ready := func(b *docker.Backend) func() {
-		return func() {
-			for deadline := time.Now().Add(10 * time.Second); b.Warm().Idle == 0 && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-	}
 	rows := []struct {
 		name  string
 		run   func() error
@@ -111,8 +104,8 @@ func dockerLaunch(n, batch int) {
 		lat   []time.Duration
 	}{
 		{name: "bare docker exec (API)", run: bareExec},
-		{name: "warm pool, docker exec", run: pooled(viaExec), ready: ready(viaExec)},
-		{name: "warm pool, launcher", run: pooled(viaLauncher), ready: ready(viaLauncher)},
+		{name: "warm pool, docker exec", run: pooled(viaExec), ready: warmReady(viaExec)},
+		{name: "warm pool, launcher", run: pooled(viaLauncher), ready: warmReady(viaLauncher)},
 	}
 	// Untimed: the pools learn the run, caches warm up.
 	for i := range rows {
