@@ -4,7 +4,9 @@
 # container per run) and docker with a warm pool taking turns in small
 # batches, for a trivial run, a Python hello-world and a C hello-world:
 # c=1 p50/p95, c=2 runs/s and the
-# CPU per run with its ratio to bare. Then latency (p50/p95/p99) and
+# CPU per run with its ratio to bare. Then a trivial docker run from the
+# warm pool, with its launcher and with docker exec, next to a bare
+# docker exec (sandboxbench -docker-launch). Then latency (p50/p95/p99) and
 # runs/s of sandboxed runs next to a bare fork/exec of the same programs,
 # measured in the same process at the same time, at concurrency 1 and 2, back to back and with 20 ms between requests; then
 # the three backends side by side (native, bwrap, docker reusing a
@@ -21,6 +23,10 @@ n="${1:-300}"
 scripts/start-dockerd.sh
 scripts/build-images.sh core
 bin/sandboxbench -table native,native-per-request,bwrap,docker-per-run,docker-warm -n "$((n / 3 > 10 ? n / 3 : 10))"
+echo
+# A docker warm run with its launcher next to one with docker exec, and
+# a bare exec.
+bin/sandboxbench -docker-launch -n "$((n / 3 > 10 ? n / 3 : 10))"
 echo
 bin/sandboxbench -n "$n" -c 1,2
 echo

@@ -214,8 +214,8 @@ type Docker struct {
 	// Warm is how many containers serve, mcp and judge keep created and
 	// started ahead of need for each kind of run seen (an image and the
 	// limits fixed at a container's creation), from 0 (none) to
-	// MaxDockerWarm: a run of a new program then costs an exec, not a
-	// container's creation. Each still serves one run. It needs root and
+	// MaxDockerWarm: a run of a new program then costs neither a
+	// container's creation nor an exec. Each still serves one run. It needs root and
 	// an engine on this machine; a one-off run starts none.
 	Warm int `yaml:"warm"`
 }

@@ -59,6 +59,9 @@ type box struct {
 	warm     bool
 	mountDir string
 	mounted  bool
+	// launch is the launcher of a warm container that starts its
+	// program without docker exec (launch.go); nil otherwise.
+	launch *launcher
 }
 
 // resources are the limits the engine can change on a running container.
@@ -242,7 +245,7 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: t, ReadOnly: !m.Writable})
 	}
-	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, nil); err != nil {
+	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, nil, false); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -266,8 +269,9 @@ func (b *Backend) create(ctx context.Context, s *sandbox.Spec, image, key string
 // launch creates and starts bx's container of image with the security
 // settings, the limits lim, the tmpfs, the bind mounts and labels beside
 // the backend's; on an error nothing of it is left (a container created
-// is discarded).
-func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox.Limits, tmpfs map[string]string, mounts []mount.Mount, labels map[string]string) error {
+// is discarded). With withLauncher its command is the launcher, run as
+// bx's user, attached before the start and ready once launch returns.
+func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox.Limits, tmpfs map[string]string, mounts []mount.Mount, labels map[string]string, withLauncher bool) error {
 	init := true
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
@@ -285,6 +289,9 @@ func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox
 	hc.Ulimits = ulimits(lim)
 	cfg := b.keeperConfig(image)
 	maps.Copy(cfg.Labels, labels)
+	if withLauncher {
+		launcherConfig(cfg, bx.user())
+	}
 	// The engine may go on creating a container after the request for it
 	// was cancelled, and its id would then be known to nobody: the
 	// container would stay behind, created and never removed. So the
@@ -297,13 +304,33 @@ func (b *Backend) launch(ctx context.Context, bx *box, image string, lim sandbox
 		return fmt.Errorf("%w: unable to create a container of image %s: %w", sandbox.ErrSetup, image, err)
 	}
 	bx.id = created.ID
+	if withLauncher {
+		if err := b.attach(ctx, bx); err != nil {
+			b.discard(bx)
+			return err
+		}
+	}
 	if err := b.cli.ContainerStart(ctx, bx.id, container.StartOptions{}); err != nil {
 		b.discard(bx)
 		return fmt.Errorf("%w: unable to start a container of image %s: %w", sandbox.ErrSetup, image, err)
 	}
+	initPid := 0
 	if ins, err := b.cli.ContainerInspect(ctx, bx.id); err == nil && ins.ContainerJSONBase != nil && ins.State != nil && ins.State.Pid > 0 {
-		if bx.cg, err = openHostCgroup(ins.State.Pid); err != nil {
+		initPid = ins.State.Pid
+		if bx.cg, err = openHostCgroup(initPid); err != nil {
 			b.log.Debug("container cgroup not readable here; using the engine's stats", "container", bx.id, "error", err)
+		}
+	}
+	if withLauncher {
+		if err := b.readyLauncher(ctx, bx, initPid); err != nil {
+			if _, serr := b.cli.ContainerStatPath(context.WithoutCancel(ctx), bx.id, "/bin/sh"); serr != nil && cerrdefs.IsNotFound(serr) {
+				// Checked once: the image's runs get containers of
+				// their own.
+				b.noShell.Store(image, true)
+				err = fmt.Errorf("%w: image %s has no /bin/sh to launch programs: no warm containers for it", sandbox.ErrSetup, image)
+			}
+			b.discard(bx)
+			return err
 		}
 	}
 	return nil
@@ -490,6 +517,9 @@ func (b *Backend) oldestIdle() *box {
 func (b *Backend) discard(bx *box) {
 	if bx.cg != nil {
 		bx.cg.close()
+	}
+	if bx.launch != nil {
+		bx.launch.close()
 	}
 	if bx.id == "" {
 		b.freeUser(bx)

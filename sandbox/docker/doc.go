@@ -61,11 +61,17 @@
 // # Warm containers
 //
 // Options.Warm keeps containers created and started ahead of need for
-// each kind of run seen, so that a run of a new program costs one exec;
-// each still serves one run and is removed after it. The run's workspace
-// is mounted into it from the host at take time, through a directory of
-// its own in a shared tmpfs of the backend's that the container has at
-// /workspace with slave propagation (pool.go).
+// each kind of run seen, so that a run of a new program costs neither a
+// container's creation nor an exec; each still serves one run and is
+// removed after it. The run's workspace is mounted into it from the host
+// at take time, through a directory of its own in a shared tmpfs of the
+// backend's that the container has at /workspace with slave propagation
+// (pool.go). Its command is a launcher run by the image's /bin/sh, as
+// the program's user, its streams attached before it starts: the run
+// sends it one line, quoted by the backend, that runs the program with
+// env -i, and the rest of the stream is the program's stdin; end marks
+// on stdout and stderr carry the program's status, so that the run ends
+// without waiting for the engine to tear the container down (launch.go).
 //
 // # When the engine goes away
 //

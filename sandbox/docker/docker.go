@@ -86,14 +86,19 @@ type Options struct {
 	// Warm is how many containers to keep created and started ahead of
 	// need for each kind of run seen (an image and its fixed settings),
 	// from 0 (the default: none) to MaxWarm. A run that finds one costs
-	// an exec instead of a container's creation; the container still
-	// serves that run only. It needs root (the run's workspace is mounted
+	// neither a container's creation nor an exec (a launcher in it
+	// starts the program); the container still serves that run only. It needs root (the run's workspace is mounted
 	// into the container from the host) and an engine on this machine;
 	// elsewhere it is ignored, with a warning.
 	Warm int
 	// TempDir holds the warm containers' mount points; empty means the
 	// system's temporary directory.
 	TempDir string
+	// WarmExec runs the program of a warm container with docker exec, as
+	// the backend did before warm containers had a launcher: one exec
+	// per run, 45 to 80 ms, where the launcher needs none. For
+	// measurements; off by default.
+	WarmExec bool
 }
 
 // Backend runs programs in containers of the Docker Engine. It is safe for
@@ -121,6 +126,11 @@ type Backend struct {
 	// warmOff why the pool is off when one was asked for.
 	warm    int
 	warmOff string
+	// warmExec runs warm containers' programs with docker exec
+	// (Options.WarmExec); noShell holds the images without /bin/sh, whose
+	// runs get no warm container.
+	warmExec bool
+	noShell  sync.Map // image ref -> true
 	// poolDir is the warm pool's shared tmpfs on the host; warmSeq
 	// numbers the containers' directories in it.
 	poolDir string
@@ -164,19 +174,20 @@ var (
 // do) and prepares the seccomp profile and the image map.
 func New(opts Options) (*Backend, error) {
 	b := &Backend{
-		log:     opts.Logger,
-		pull:    opts.PullPolicy,
-		user:    opts.User,
-		reuse:   opts.Reuse,
-		idleTTL: opts.IdleTimeout,
-		maxIdle: opts.MaxIdle,
-		idle:    map[string][]*box{},
-		busy:    map[string]*box{},
-		gone:    map[string]bool{},
-		pools:   map[string]*pool{},
-		orphans: map[string]bool{},
-		owner:   processOwner(os.Getpid()),
-		janitor: make(chan struct{}),
+		log:      opts.Logger,
+		pull:     opts.PullPolicy,
+		user:     opts.User,
+		reuse:    opts.Reuse,
+		idleTTL:  opts.IdleTimeout,
+		maxIdle:  opts.MaxIdle,
+		warmExec: opts.WarmExec,
+		idle:     map[string][]*box{},
+		busy:     map[string]*box{},
+		gone:     map[string]bool{},
+		pools:    map[string]*pool{},
+		orphans:  map[string]bool{},
+		owner:    processOwner(os.Getpid()),
+		janitor:  make(chan struct{}),
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -331,7 +342,10 @@ func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	warm := "possible here: serve, mcp and judge keep docker.warm of them for each kind of run"
 	switch err := b.warmPossible(); {
 	case b.warm > 0:
-		warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run", b.warm)
+		warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run, its program started by a launcher (no docker exec)", b.warm)
+		if b.warmExec {
+			warm = fmt.Sprintf("%d started ahead for each kind of run seen, each for one run, its program started with docker exec", b.warm)
+		}
 	case b.warmOff != "":
 		warm = "off: " + b.warmOff
 	case err != nil:

@@ -22,11 +22,12 @@ import (
 )
 
 // The warm pool keeps containers created and started ahead of need, so
-// that a run of a new program costs one exec instead of a container's
-// creation. A pooled container serves one run and is then removed, like
-// a container made for the run: no process, file, IPC object or counter
-// of one run is ever seen by another. Only what cannot be known before
-// the run moves to the moment it is taken:
+// that a run of a new program costs neither a container's creation nor
+// an exec: a launcher in the container starts it (launch.go). A pooled
+// container serves one run and is then removed, like a container made
+// for the run: no process, file, IPC object or counter of one run is
+// ever seen by another. Only what cannot be known before the run moves
+// to the moment it is taken:
 //
 //   - its /workspace is bound at creation from a directory of its own,
 //     cN, in a tmpfs of the backend's on the host (poolDir) that is a
@@ -37,15 +38,22 @@ import (
 //     tmpfs capped at the run's workspace size is mounted there; the
 //     spec's files are written into it from the host (hostws.Prepare,
 //     which never follows a link);
-//   - the program's user is chosen then (the exec's user), and its
-//     memory, CPU and process limits are set then (docker update) when
-//     they differ from the pooled container's.
+//   - its memory, CPU and process limits are set then (docker update)
+//     when they differ from the pooled container's.
+//
+// The program's user is the container's, taken from the uid pool when
+// the container is made: a host workspace an earlier run left to another
+// uid (a session's) is handed to it, as any workspace is handed to the
+// run's user (hostws.Prepare). With Options.WarmExec the program is an
+// exec instead, its user chosen at take time.
 //
 // What is fixed at creation (the image, the /tmp and /dev/shm caps, the
 // rlimits) makes the pool's key: a pool is kept per key that runs used,
 // at most maxPools of them, the least recently used dropped first. A run
 // whose spec needs a bind mount the image lacks (a compiled program from
-// the host) gets a container of its own, as without the pool.
+// the host), or that the launcher cannot be sent (a newline in its argv,
+// environment or directory), or whose image has no /bin/sh, gets a
+// container of its own, as without the pool.
 //
 // Mounting on the host needs root and an engine on this machine; without
 // them the pool stays off and every run gets a container of its own.
@@ -144,7 +152,7 @@ func closePool(dir string) error {
 // container the run would make itself, and a second creation would only
 // slow both down.
 func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key string) *box {
-	if b.warm == 0 {
+	if b.warm == 0 || !b.launchable(s, image) {
 		return nil
 	}
 	pk, ok := b.poolKey(s, image)
@@ -204,6 +212,9 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		b.refill()
 		return nil
 	}
+	if b.launcherGone(bx) {
+		return nil
+	}
 	bx.key = key
 	if err := b.mountWorkspace(bx, s); err != nil {
 		b.log.Warn("unable to ready a warm container; making one for the run", "container", bx.id, "error", err)
@@ -211,6 +222,33 @@ func (b *Backend) takeWarm(ctx context.Context, s *sandbox.Spec, image, key stri
 		return nil
 	}
 	return bx
+}
+
+// launchable reports whether a warm container's launcher can run s in
+// image: the image has /bin/sh, and the request line can carry s.
+func (b *Backend) launchable(s *sandbox.Spec, image string) bool {
+	if b.warmExec {
+		return true
+	}
+	if _, none := b.noShell.Load(image); none {
+		return false
+	}
+	return sendable(s)
+}
+
+// launcherGone reports whether the launcher of bx, just taken, died while
+// it waited (killed, out of memory): bx is then replaced, uncounted, and
+// the run makes a container of its own.
+func (b *Backend) launcherGone(bx *box) bool {
+	if bx.launch == nil || bx.launch.alive() {
+		return false
+	}
+	b.log.Warn("a warm container's launcher is gone; making one for the run", "container", bx.id)
+	b.mu.Lock()
+	b.warmTaken--
+	b.mu.Unlock()
+	b.release(bx, false)
+	return true
 }
 
 // dropOldestPool forgets the least recently used pool and returns its
@@ -236,7 +274,9 @@ func (b *Backend) dropOldestPool() []*box {
 // either holding the spec's files, mounted on bx's directory in the pool
 // and so at /workspace in the container.
 func (b *Backend) mountWorkspace(bx *box, s *sandbox.Spec) error {
-	b.takeUser(bx, s.Workspace)
+	if bx.launch == nil {
+		b.takeUser(bx, s.Workspace)
+	}
 	bx.files = nil
 	if s.Workspace == "" {
 		if err := capws.Mount(bx.mountDir, s.Limits.WorkspaceSize, maxInodes); err != nil {
@@ -316,8 +356,17 @@ func (b *Backend) fill(ctx context.Context) {
 				bx.idleSince = time.Now()
 				p.idle = append(p.idle, bx)
 			}
+			_, noShell := b.noShell.Load(p.image)
+			if err != nil && noShell && b.pools[p.key] == p {
+				// No launcher can run in the image: no pool for it.
+				delete(b.pools, p.key)
+			}
 			p.done()
 			b.mu.Unlock()
+			if err != nil && noShell {
+				b.log.Info("no warm containers for an image without /bin/sh", "image", p.image)
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn("unable to make a warm container", "image", p.image, "error", err)
@@ -364,14 +413,20 @@ func (b *Backend) createWarm(ctx context.Context, image string, lim sandbox.Limi
 		return nil, err
 	}
 	bx := &box{image: image, res: resourcesOf(lim), warm: true, mountDir: dir}
+	withLauncher := !b.warmExec
+	if withLauncher {
+		// The program's user, fixed from the start.
+		b.takeUser(bx, "")
+	}
 	tmpfs := map[string]string{
 		sandbox.TmpDir: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpSize, maxInodes),
 		"/sys":         "ro,nosuid,nodev,noexec,size=4k",
 	}
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: sandbox.WorkspaceDir,
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}}}
-	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, map[string]string{labelWarm: "1"}); err != nil {
+	if err := b.launch(ctx, bx, image, lim, tmpfs, mounts, map[string]string{labelWarm: "1"}, withLauncher); err != nil {
 		if bx.id == "" {
+			b.freeUser(bx)
 			b.removeMountDir(bx)
 		}
 		return nil, err

@@ -45,6 +45,12 @@ func waitWarm(t *testing.T, b *docker.Backend, n int) {
 // made a container of its own.
 func runWarm(t *testing.T, b *docker.Backend, spec *sandbox.Spec) *sandbox.Result {
 	t.Helper()
+	if len(spec.Args) == 3 && strings.Contains(spec.Args[2], "\n") {
+		// A newline cannot reach a launcher in its request line: the
+		// script goes in a file.
+		spec.Files = append(spec.Files, sandbox.File{Path: "run.sh", Content: []byte(spec.Args[2])})
+		spec.Args = []string{"/bin/sh", "/workspace/run.sh"}
+	}
 	waitWarm(t, b, 1)
 	before := b.Warm().Taken
 	res, err := b.Run(context.Background(), spec)
@@ -186,10 +192,17 @@ echo started`))
 	if len(after) != len(before) {
 		t.Errorf("something of the run still writes to the workspace: %d bytes, then %d", len(before), len(after))
 	}
-	// The next run of the session: its files, its user.
-	out := string(runWarm(t, b, spec(`cat /workspace/kept; id -u`)).Stdout)
-	if out != fmt.Sprintf("one\n%d\n", uid) {
-		t.Errorf("the session's next run printed %q, want its file and user %d", out, uid)
+	// The next run of the session: its files, which it may change; its
+	// user (fixed when its warm container was made) owns the workspace.
+	out := string(runWarm(t, b, spec(`cat /workspace/kept; echo two >>/workspace/kept; rm /workspace/late; id -u`)).Stdout)
+	if err := syscall.Stat(ws.Path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if out != fmt.Sprintf("one\n%d\n", st.Uid) {
+		t.Errorf("the session's next run printed %q, want its file and the workspace's owner %d", out, st.Uid)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws.Path, "kept")); err != nil || string(data) != "one\ntwo\n" {
+		t.Errorf("the kept file holds %q, %v: the next run could not change it", data, err)
 	}
 }
 
@@ -372,11 +385,20 @@ func TestWarmSweepsDeadPools(t *testing.T) {
 
 // TestWarmContainerGone: the idle warm containers were removed behind
 // the backend's back (an engine restarted, an operator's docker rm): a
-// run that takes one gets a container of its own instead, and the pool
-// is made again.
+// run gets a container of its own instead, and the pool is made again.
+// A launcher's end is seen when the run takes its container; an exec
+// fails once tried, and the pool is emptied.
 func TestWarmContainerGone(t *testing.T) {
+	for _, execPath := range []bool{false, true} {
+		t.Run(map[bool]string{false: "launcher", true: "exec"}[execPath], func(t *testing.T) {
+			warmContainerGone(t, execPath)
+		})
+	}
+}
+
+func warmContainerGone(t *testing.T, execPath bool) {
 	requireWarm(t)
-	b := newBackend(t, docker.Options{Warm: 2})
+	b := newBackend(t, docker.Options{Warm: 2, WarmExec: execPath})
 	ws, err := capws.New(t.TempDir(), "ws-", 16<<20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -406,8 +428,8 @@ func TestWarmContainerGone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a run that took a removed warm container: %v", err)
 	}
-	if b.Warm().Taken != taken+1 {
-		t.Fatal("the run did not take a warm container")
+	if want := taken + map[bool]int64{false: 0, true: 1}[execPath]; b.Warm().Taken != want {
+		t.Fatalf("the run took %d warm containers, want %d", b.Warm().Taken-taken, want-taken)
 	}
 	if string(res.Stdout) != "in\n" || res.Status != sandbox.StatusOK {
 		t.Errorf("status %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)

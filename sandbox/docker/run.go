@@ -100,12 +100,20 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	res, reusable, err := b.runIn(ctx, bx, s)
 	var ns notStarted
-	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil {
-		// The warm container is gone (the engine restarted, someone
-		// removed it) or broken: so are the others, likely. The
-		// program never started: a container of its own.
-		b.log.Warn("a warm container failed; emptying the pool", "container", bx.id, "error", err)
-		b.flushWarm()
+	// A launcher that never took the run may have had stdin fed to it
+	// already: the run is made again only with stdin it can read again.
+	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil && (!errors.Is(err, errLauncher) || replayable(s.Stdin)) {
+		if errors.Is(err, errLauncher) {
+			// Its launcher died before it took the run: that container
+			// alone is lost.
+			b.log.Warn("a warm container's launcher is gone; making one for the run", "container", bx.id, "error", err)
+		} else {
+			// The warm container is gone (the engine restarted, someone
+			// removed it) or broken: so are the others, likely.
+			b.log.Warn("a warm container failed; emptying the pool", "container", bx.id, "error", err)
+			b.flushWarm()
+		}
+		// The program never started: a container of its own.
 		if stopErr := b.stopRun(ctx, bx); stopErr != nil {
 			b.release(bx, false)
 			return nil, stopErr
@@ -183,6 +191,9 @@ func (b *Backend) stop(ctx context.Context, bx *box) error {
 // process counts as gone only once it is a zombie, when the kernel has
 // closed its files already.
 func (b *Backend) stopRun(ctx context.Context, bx *box) error {
+	if bx.runsLauncher() {
+		return b.stopLaunched(ctx, bx)
+	}
 	if bx.warm && bx.cg != nil {
 		err := bx.cg.killLeftovers(bx.uid)
 		if err == nil {
@@ -229,6 +240,11 @@ func (b *Backend) read(ctx context.Context, bx *box) (usage, error) {
 // runIn runs the program in bx. reusable tells whether bx may serve
 // another run of the program.
 func (b *Backend) runIn(ctx context.Context, bx *box, s *sandbox.Spec) (_ *sandbox.Result, reusable bool, _ error) {
+	if bx.runsLauncher() {
+		// No exec: the container's launcher runs the program.
+		res, err := b.runLaunched(ctx, bx, s)
+		return res, false, err
+	}
 	lim := s.Limits
 	if want := resourcesOf(lim); want != bx.res {
 		if _, err := b.cli.ContainerUpdate(ctx, bx.id, container.UpdateConfig{Resources: want.engine()}); err != nil {
@@ -469,6 +485,21 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 		}
 	}
 	return watch.Exit{Code: code, Signal: sig}, nil
+}
+
+// replayable reports whether stdin can be given again to a run made
+// anew after its first container failed: none, or one read from its
+// start again.
+func replayable(stdin io.Reader) bool {
+	if stdin == nil {
+		return true
+	}
+	sk, ok := stdin.(io.Seeker)
+	if !ok {
+		return false
+	}
+	_, err := sk.Seek(0, io.SeekStart)
+	return err == nil
 }
 
 // notStarted is an error before the program was started.

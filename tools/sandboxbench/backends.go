@@ -171,17 +171,22 @@ func openBench(name string, langs *lang.Table) (bench, error) {
 		bn := bench{name: name, backend: b, close: func() { _ = b.Close() }}
 		if name == "docker-warm" {
 			bn.name, bn.workspace = "docker, warm pool", true
-			bn.ready = func() {
-				// A warm container is made in a fraction of a second;
-				// a run that finds none makes its own, and shows.
-				for deadline := time.Now().Add(10 * time.Second); b.Warm().Idle == 0 && time.Now().Before(deadline); {
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
+			bn.ready = warmReady(b)
 		}
 		return bn, nil
 	}
 	return bench{}, fmt.Errorf("unknown backend (known: native, bwrap, docker, docker-per-run, docker-warm)")
+}
+
+// warmReady waits (at most 10 s) until b has a warm container idle. One
+// is made in a fraction of a second; a run that finds none makes its
+// own, and shows.
+func warmReady(b *docker.Backend) func() {
+	return func() {
+		for deadline := time.Now().Add(10 * time.Second); b.Warm().Idle == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 // parseBackends splits the -backends list; native, when listed, is

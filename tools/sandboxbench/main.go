@@ -23,6 +23,12 @@
 //
 // compares the backends side by side instead (backends.go).
 //
+//	sandboxbench -docker-launch [-n 100] [-batch 10]
+//
+// compares, for a trivial run, a bare docker exec with the docker warm
+// pool's two ways of starting a program: docker exec, and its launcher
+// (launch.go).
+//
 // It needs what the native backend needs (root, or user namespaces) and gcc
 // for the C hello-world. Every loop is bounded by -n.
 package main
@@ -66,6 +72,10 @@ func main() {
 		fail("-gap must be between 0 and 1s")
 	}
 	pause = *gap
+	if *launchFlag {
+		dockerLaunch(*n, *batchFlag)
+		return
+	}
 	if *peersFlag {
 		peers(*n, *batchFlag, *judgeNFlag, *judgeTestsFlag, *settleFlag)
 		return

@@ -1,0 +1,229 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/lang"
+	"github.com/coderunner/coderunner/sandbox"
+)
+
+func TestRequestLine(t *testing.T) {
+	s := &sandbox.Spec{Args: []string{"/bin/echo", "it's", "$(x)"}, Env: []string{"A='b'"}}
+	line, ok := requestLine(s, "n0")
+	want := `exec 3>&2 2>/dev/null; if cd -P -- '/workspace' 2>/dev/null; then (exec '/usr/bin/env' -i 'A='\''b'\''' '/bin/echo' 'it'\''s' '$(x)' </dev/null 2>&3 3>&-); s=$?; ` +
+		`else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ` +
+		`printf '\000coderunner-end-%s %d\n' 'n0' "$s"; printf '\000coderunner-end-%s\n' 'n0' >&3; while :; do kill -STOP $$; done` + "\n"
+	if !ok || line != want {
+		t.Errorf("line %q, %v\nwant %q", line, ok, want)
+	}
+	s.Stdin = strings.NewReader("")
+	if line, _ := requestLine(s, "n0"); strings.Contains(line, "</dev/null") {
+		t.Errorf("a run with stdin gets /dev/null: %q", line)
+	}
+	if !sendable(s) {
+		t.Error("not sendable")
+	}
+	for _, bad := range []*sandbox.Spec{
+		{Args: []string{"/bin/sh", "-c", "a\nb"}},
+		{Args: []string{"/bin/true"}, Env: []string{"A=\n"}},
+		{Args: []string{"/bin/true"}, Dir: "/workspace/a\nb"},
+		{Args: []string{"/bin/true", "\x00"}},
+		{Args: []string{"/bin/true", strings.Repeat("x", maxRequestLine)}},
+	} {
+		if sendable(bad) {
+			t.Errorf("%q %q %q sent", bad.Args, bad.Env, bad.Dir)
+		}
+	}
+}
+
+// TestEndWriter feeds a launcher's output in every way the engine may cut
+// it: the program's bytes pass, at once unless they could start the end
+// mark, and the launcher's bytes do not.
+func TestEndWriter(t *testing.T) {
+	const mark = "\x00coderunner-end-abc"
+	stream := "G> prompt\x00not the mark\x00coderunner-end-ab\x00coderunner-end-abc 137\nleft by a child"
+	for cut := 1; cut <= len(stream); cut++ {
+		var out bytes.Buffer
+		e := newEndWriter(&out, mark, true)
+		for i := 0; i < len(stream); i += cut {
+			if n, err := e.Write([]byte(stream[i:min(i+cut, len(stream))])); err != nil || n != min(cut, len(stream)-i) {
+				t.Fatalf("cut %d: write %d, %v", cut, n, err)
+			}
+		}
+		select {
+		case <-e.ended:
+		default:
+			t.Fatalf("cut %d: no end seen", cut)
+		}
+		select {
+		case <-e.took:
+		default:
+			t.Fatalf("cut %d: no G seen", cut)
+		}
+		if want := "> prompt\x00not the mark\x00coderunner-end-ab"; out.String() != want || e.status != 137 {
+			t.Errorf("cut %d: passed %q status %d", cut, out.String(), e.status)
+		}
+	}
+	// A prompt is passed at once; a possible start of the mark is held,
+	// and passed when the stream ends without one.
+	var out bytes.Buffer
+	e := newEndWriter(&out, mark, false)
+	_, _ = e.Write([]byte("Gname? "))
+	if out.String() != "Gname? " {
+		t.Errorf("stderr passed %q at once", out.String())
+	}
+	_, _ = e.Write([]byte("x\x00coder"))
+	if out.String() != "Gname? x" {
+		t.Errorf("passed %q, want the possible mark held", out.String())
+	}
+	e.flush()
+	if out.String() != "Gname? x\x00coder" {
+		t.Errorf("after the end, passed %q", out.String())
+	}
+	// A program that writes no G: its first byte is its own.
+	out.Reset()
+	e = newEndWriter(&out, mark, true)
+	_, _ = e.Write([]byte("Hello"))
+	if out.String() != "Hello" {
+		t.Errorf("passed %q", out.String())
+	}
+}
+
+// warmInternal is a backend with one warm container for shell runs.
+func warmInternal(t *testing.T, opts Options) (*Backend, *sandbox.Spec) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	testutil.Require(t, CheckAvailable(ctx, ""), "needs a Docker engine (start dockerd)")
+	testutil.Require(t, exec.CommandContext(ctx, "docker", "image", "inspect", "coderunner/core:bookworm").Run() == nil,
+		"needs the image coderunner/core:bookworm (scripts/build-images.sh core)")
+	testutil.Require(t, os.Geteuid() == 0, "the docker warm pool mounts workspaces: needs root")
+	tbl, err := lang.New(map[string]lang.Recipe{"bash": {Image: "coderunner/core:bookworm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Languages, opts.PullPolicy, opts.Warm = tbl, PullNever, 1
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	spec := &sandbox.Spec{Args: []string{"/bin/sh", "-c", "echo ran"}, Env: []string{"PATH=/usr/bin:/bin"},
+		Limits: sandbox.Limits{WallTime: 30 * time.Second}}
+	return b, spec
+}
+
+func waitIdle(t *testing.T, b *Backend) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); b.Warm().Idle == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warm container after a minute: %+v", b.Warm())
+		}
+	}
+}
+
+// TestLauncherDiesAfterTake: a launcher that dies after the run took its
+// container, before it took the request, fails the run as not started,
+// with errLauncher: Run then makes a container of its own.
+func TestLauncherDiesAfterTake(t *testing.T) {
+	b, spec := warmInternal(t, Options{})
+	if _, err := b.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, b)
+	s, err := sandbox.Prepared(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := b.images.forSpec(s)
+	bx := b.takeWarm(context.Background(), s, image, specKey(s, image))
+	if bx == nil || !bx.runsLauncher() {
+		t.Fatalf("took %+v, want a launched warm container", bx)
+	}
+	if err := unix.PidfdSendSignal(bx.launch.pidfd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !pidfdReadable(bx.launch.pidfd, 10*time.Second) {
+		t.Fatal("the launcher did not die")
+	}
+	res, err := b.runLaunched(context.Background(), bx, s)
+	var ns notStarted
+	if !errors.Is(err, errLauncher) || !errors.As(err, &ns) {
+		t.Errorf("a run whose launcher died: %+v, %v; want errLauncher, not started", res, err)
+	}
+	if err := b.stopRun(context.Background(), bx); err != nil {
+		t.Error(err)
+	}
+	if err := b.unmountWorkspace(bx); err != nil {
+		t.Error(err)
+	}
+	b.release(bx, false)
+	if !replayable(nil) || !replayable(bytes.NewReader([]byte("x"))) || !replayable(strings.NewReader("x")) {
+		t.Error("stdin that can be read again is not replayable")
+	}
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	if replayable(pr) {
+		t.Error("a pipe is replayable")
+	}
+}
+
+// TestNoShellNoPool: an image without /bin/sh is found out by its first
+// warm container, once; its pool goes, and its runs take none.
+func TestNoShellNoPool(t *testing.T) {
+	const image = "coderunner-test/noshell:1"
+	var tarball bytes.Buffer
+	tw := tar.NewWriter(&tarball)
+	_ = tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: 3, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte("hi\n"))
+	_ = tw.Close()
+	b, _ := warmInternal(t, Options{DefaultImage: image})
+	imp := exec.Command("docker", "import", "-", image)
+	imp.Stdin = &tarball
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	spec := &sandbox.Spec{Args: []string{"/hello"}, Limits: sandbox.Limits{WallTime: 30 * time.Second}}
+	// Nothing runs it (no /usr/bin/env either): only the pool matters.
+	_, _ = b.Run(context.Background(), spec)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, ok := b.noShell.Load(image); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the image without /bin/sh is not known as such after a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.mu.Lock()
+	pools := len(b.pools)
+	b.mu.Unlock()
+	if pools != 0 || b.Warm().Made != 0 {
+		t.Errorf("%d pools, %+v: want none for the image", pools, b.Warm())
+	}
+	_, _ = b.Run(context.Background(), spec)
+	b.mu.Lock()
+	pools = len(b.pools)
+	b.mu.Unlock()
+	if pools != 0 {
+		t.Errorf("a run of the image made a pool again")
+	}
+}
