@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -131,7 +132,23 @@ type Executor struct {
 	// spares, with Options.KeepWorkspaceDirs as root, keeps the
 	// directories of removed workspaces.
 	spares *capws.Spares
+	// removing holds a place for each workspace being removed after its
+	// result went out (at most maxRemoving at once); pending counts
+	// them for Close, and closed (under removeMu) makes removals
+	// synchronous again.
+	removing chan struct{}
+	pending  sync.WaitGroup
+	removeMu sync.Mutex
+	closed   bool
+	// beforeRemove, when set (by tests), runs before a background
+	// removal.
+	beforeRemove func()
 }
+
+// maxRemoving bounds the workspaces being removed in the background: past
+// it a run removes its own before it returns, so a flood of runs cannot
+// pile up mounts.
+const maxRemoving = 64
 
 // New returns an Executor that runs programs in backend with the recipes
 // of langs.
@@ -151,6 +168,7 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	}
 	if opts.KeepWorkspaceDirs && capws.Supported() {
 		e.spares = capws.NewSpares(e.tempDir, workspacePrefix)
+		e.removing = make(chan struct{}, maxRemoving)
 	}
 	// The workspaces of runs whose process was killed still hold their
 	// memory (as root) or their directory (without root, a keeper's
@@ -316,11 +334,7 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, s
 		}
 		if d != nil {
 			ws = d.Path
-			defer func() {
-				if err := d.Remove(); err != nil {
-					e.log.Warn("unable to remove a workspace", "path", ws, "error", err)
-				}
-			}()
+			defer e.removeWorkspace(d)
 		}
 	}
 
@@ -411,13 +425,62 @@ func (e *Executor) workspace(l *lang.Language) (*capws.Dir, error) {
 	return nil, err
 }
 
-// Close removes the workspace directories kept for later runs
-// (Options.KeepWorkspaceDirs). The executor still runs afterwards, making
-// and removing a directory per run.
+// removeWorkspace removes a run's workspace once the run is over and its
+// files read. A long-lived executor (Options.KeepWorkspaceDirs) does it
+// after the result has gone out: unmounting the workspace waits for the
+// kernel's RCU grace period, which the caller need not wait for. Nothing
+// of the run is left to reach it then, and the next run has a workspace
+// of its own.
+func (e *Executor) removeWorkspace(d *capws.Dir) {
+	if e.removing != nil && e.removeLater(d) {
+		return
+	}
+	e.remove(d)
+}
+
+// removeLater starts d's removal in the background, unless the executor
+// is closed or maxRemoving are under way.
+func (e *Executor) removeLater(d *capws.Dir) bool {
+	e.removeMu.Lock()
+	defer e.removeMu.Unlock()
+	if e.closed {
+		return false
+	}
+	select {
+	case e.removing <- struct{}{}:
+	default:
+		return false
+	}
+	e.pending.Add(1)
+	go func() {
+		defer e.pending.Done()
+		defer func() { <-e.removing }()
+		if e.beforeRemove != nil {
+			e.beforeRemove()
+		}
+		e.remove(d)
+	}()
+	return true
+}
+
+func (e *Executor) remove(d *capws.Dir) {
+	if err := d.Remove(); err != nil {
+		e.log.Warn("unable to remove a workspace", "path", d.Path, "error", err)
+	}
+}
+
+// Close waits for the workspaces being removed, then removes the
+// workspace directories kept for later runs (Options.KeepWorkspaceDirs).
+// The executor still runs afterwards, making and removing a directory per
+// run.
 func (e *Executor) Close() error {
 	if e.spares == nil {
 		return nil
 	}
+	e.removeMu.Lock()
+	e.closed = true
+	e.removeMu.Unlock()
+	e.pending.Wait()
 	return e.spares.Close()
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coderunner/coderunner/internal/capws"
+	"github.com/coderunner/coderunner/internal/mountpoint"
 	"github.com/coderunner/coderunner/internal/testutil"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
@@ -160,8 +161,9 @@ func TestStaleWorkspacesSwept(t *testing.T) {
 }
 
 // TestKeptWorkspaceDirs runs twice with KeepWorkspaceDirs: the second run
-// gets the first's directory, as a new tmpfs with nothing of the first
-// run in it, and Close leaves nothing in the work directory.
+// gets the first's directory (once it is removed, after the first's
+// result), as a new tmpfs with nothing of the first run in it, and Close
+// leaves nothing in the work directory.
 func TestKeptWorkspaceDirs(t *testing.T) {
 	testutil.RequireRoot(t)
 	var seen []string
@@ -191,6 +193,7 @@ func TestKeptWorkspaceDirs(t *testing.T) {
 		if _, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"}); err != nil {
 			t.Fatal(err)
 		}
+		ex.pending.Wait()
 	}
 	if len(seen) != 2 || seen[0] != seen[1] {
 		t.Fatalf("the runs' workspaces were %v, want the first's directory kept for the second", seen)
@@ -200,6 +203,69 @@ func TestKeptWorkspaceDirs(t *testing.T) {
 	}
 	if err := ex.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("after Close the work directory holds %v", left)
+	}
+}
+
+// A run's workspace is removed after its result, in the background, but
+// no more than maxRemoving at once: past that a run removes its own
+// before it returns. Close waits for those under way.
+func TestWorkspaceRemovedAfterResult(t *testing.T) {
+	testutil.RequireRoot(t)
+	var workspaces []string
+	run := func(_ context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+		workspaces = append(workspaces, spec.Workspace)
+		return &sandbox.Result{Status: sandbox.StatusOK}, nil
+	}
+	fb := &sandboxtest.Fake{T: t, HostWorkspace: true, Steps: []sandboxtest.Step{run, run}}
+	tmp := t.TempDir()
+	ex := New(fb, testTable(t), Options{TempDir: tmp, KeepWorkspaceDirs: true})
+	release := make(chan struct{})
+	ex.beforeRemove = func() { <-release }
+	mounted := func(i int) bool {
+		m, err := mountpoint.Is(workspaces[i])
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	// Every place taken: the run removes its workspace itself.
+	for range maxRemoving {
+		ex.removing <- struct{}{}
+	}
+	if _, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(0) {
+		t.Fatalf("with %d removals under way, the run returned with its workspace still mounted", maxRemoving)
+	}
+	for range maxRemoving {
+		<-ex.removing
+	}
+
+	// A place free: the run returns first, and Close waits for the removal.
+	if _, err := ex.Execute(context.Background(), Request{Language: "script", Code: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if !mounted(1) {
+		t.Fatal("the run removed its workspace before it returned, with places free")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ex.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a workspace was being removed", err)
+	default:
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if mounted(1) {
+		t.Fatal("Close returned with a workspace still mounted")
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Fatalf("after Close the work directory holds %v", left)
