@@ -2,8 +2,10 @@ package native_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -272,9 +274,9 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(b"\0left-socket"); 
 			reused: ptr(false),
 		},
 		{
-			// Each run mounts a /proc of its own PID namespace in the
-			// sandbox's mount namespace, which the init unmounts after
-			// it: the mounts a run sees are a new sandbox's.
+			// Each run has a mount namespace of its own, with a /proc of
+			// its PID namespace, torn down with it: the mounts a run
+			// sees are a new sandbox's.
 			name:  "mounts, a run's /proc among them",
 			leave: []string{"/bin/sh", "-c", "ls /proc > /dev/null"},
 			look:  []string{"/bin/sh", "-c", mountsLook},
@@ -371,6 +373,55 @@ func TestReuseChecksEveryRunsNetwork(t *testing.T) {
 		t.Fatal("the third request ran in the sandbox whose run moved the network counters")
 	}
 	sameAsNew(t, res, "the network counters", "/bin/sh", "-c", counterLook)
+}
+
+// TestReuseDespiteHostOrphans keeps a sandbox while the host holds an
+// orphaned TCP socket (one its process closed, with data its peer has not
+// read): /proc/net/sockstat's orphan count is the host's, not the
+// sandbox's, and a busy server's clients leave such sockets all the time.
+func TestReuseDespiteHostOrphans(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close() // never read: what was sent stays unsent
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetWriteDeadline(time.Now().Add(500 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for range 64 {
+		if _, err := conn.Write(chunk); err != nil {
+			break
+		}
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile("/proc/net/sockstat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`orphan [1-9]`).Match(stat) {
+		t.Fatalf("the host holds no orphaned socket to test with:\n%s", stat)
+	}
+
+	b := newBackend(t)
+	defer b.Close()
+	reuseRun(t, b, nil, "/bin/true")
+	before := native.ReusedRuns(b)
+	keptRun(t, b, nil, "/bin/true")
+	if native.ReusedRuns(b) == before {
+		t.Fatal("a host's orphaned socket ended the kept sandbox")
+	}
 }
 
 // counterLook prints the network namespace's counters a run may move: the

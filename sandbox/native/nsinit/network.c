@@ -94,8 +94,11 @@ void network_close_fds(void)
 }
 
 // sockstat_clean reports whether every count of a /proc/net/sockstat file
-// of the init's network namespace that tells of sockets (used, inuse,
-// orphan, tw) is zero. The other counts (alloc, mem) are the host's.
+// of the init's network namespace that tells of its sockets (used, inuse,
+// tw) is zero. The other counts are the host's: alloc and mem, and orphan,
+// the host's TCP sockets closed but not yet gone (a server's connections
+// closed by its clients), which would end every kept sandbox on a busy
+// host; the namespace's own orphans are still in its inuse.
 static int sockstat_clean(int fd)
 {
 	char buf[1024];
@@ -103,7 +106,7 @@ static int sockstat_clean(int fd)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	static const char *const counts[] = {" used ", " inuse ", " orphan ", " tw "};
+	static const char *const counts[] = {" used ", " inuse ", " tw "};
 	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
 		for (const char *p = strstr(buf, counts[i]); p; p = strstr(p + 1, counts[i])) {
 			const char *v = p + strlen(counts[i]);
