@@ -113,7 +113,7 @@ func TestDockerWarm(t *testing.T) {
 		t.Cleanup(func() { taken += b.(*docker.Backend).Warm().Taken })
 		return b
 	}
-	runSuite(t, target{name: "docker", open: open, left: containers})
+	runSuite(t, target{name: "docker", open: open, left: containers, ownLauncher: true})
 	if taken == 0 && !t.Failed() {
 		t.Error("no interpreter took a warm container")
 	}
