@@ -153,6 +153,11 @@ func New(opts Options) (*Backend, error) {
 	if err := os.Chmod(b.stateDir, 0o755); err != nil { //nolint:gosec // see above
 		return nil, fmt.Errorf("%w: unable to open up %s: %w", sandbox.ErrUnavailable, b.stateDir, err)
 	}
+	if b.privileged {
+		if n := sweepRuns(b.stateDir, b.log); n > 0 {
+			b.log.Info("removed the run directories of processes that died", "count", n)
+		}
+	}
 	if _, err := os.Stat("/etc/ld.so.cache"); err == nil {
 		b.ldCache = true
 	}

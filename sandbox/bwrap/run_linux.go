@@ -494,7 +494,7 @@ func (r *run) prepare(p *plan) error {
 	if !b.privileged {
 		return nil
 	}
-	dir, err := os.MkdirTemp(b.stateDir, "run-") //nolint:forbidigo // the backend's state directory, root's
+	dir, err := os.MkdirTemp(b.stateDir, fmt.Sprintf("%s%d-", runPrefix, os.Getpid())) //nolint:forbidigo // the backend's state directory, root's
 	if err != nil {
 		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
