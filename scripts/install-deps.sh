@@ -23,6 +23,10 @@ command -v pgrep >/dev/null || need+=(procps)
 # The playground's browser test (internal/cli) drives headless Chromium:
 # about 30 s to install.
 command -v chromium >/dev/null || need+=(chromium)
+# The sandboxes' fontconfig test (sandbox/sandboxtest TestFonts) runs fc-list
+# against the system's fonts.
+command -v fc-list >/dev/null || need+=(fontconfig)
+[ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 # make lint checks the sandbox init's C layout.
 command -v clang-format >/dev/null || need+=(clang-format)
 if ((${#need[@]})); then

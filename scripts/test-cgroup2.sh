@@ -51,7 +51,7 @@ MEM="${MEM:-3G}"
 TIMEOUT="${TIMEOUT:-3600}"
 ACCEL="${ACCEL:-auto}"
 SUITE=bookworm
-PACKAGES="linux-image-amd64,initramfs-tools,kmod,python3,gcc,g++,libc6-dev,bubblewrap,procps"
+PACKAGES="linux-image-amd64,initramfs-tools,kmod,python3,gcc,g++,libc6-dev,bubblewrap,procps,fontconfig,fonts-dejavu-core"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "test-cgroup2: needs root (debootstrap, and the tests run as root)" >&2
