@@ -207,35 +207,14 @@ func idleGroup(path string, procs map[int]int) bool {
 // descendants are the processes this process started, directly or not,
 // that still run, each with its number of children.
 func descendants() map[int]int {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "PPid:" {
-				parent[pid], _ = strconv.Atoi(f[1])
-			}
-		}
-	}
+	procs := testutil.Descendants()
 	found := map[int]int{}
-	for pid := range parent {
-		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {
-			if p == os.Getpid() {
-				found[pid] += 0
-				break
-			}
-		}
+	for _, p := range procs {
+		found[p.PID] += 0
 	}
-	for pid := range found {
-		if _, ok := found[parent[pid]]; ok {
-			found[parent[pid]]++
+	for _, p := range procs {
+		if _, ok := found[p.PPID]; ok {
+			found[p.PPID]++
 		}
 	}
 	return found

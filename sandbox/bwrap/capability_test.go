@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,31 +67,9 @@ func withoutKill() error {
 // ownLeftovers lists the processes this process started, directly or not,
 // that still run: other tests on the machine may run sandboxes meanwhile.
 func ownLeftovers() error {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "PPid:" {
-				parent[pid], _ = strconv.Atoi(f[1])
-			}
-		}
-	}
 	var found []string
-	for pid := range parent {
-		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {
-			if p == os.Getpid() {
-				found = append(found, strconv.Itoa(pid))
-				break
-			}
-		}
+	for _, p := range testutil.Descendants() {
+		found = append(found, strconv.Itoa(p.PID))
 	}
 	if len(found) > 0 {
 		return fmt.Errorf("processes left: %v", found)

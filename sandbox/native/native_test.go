@@ -82,44 +82,8 @@ func leftoversExcept(warm int, backends ...*native.Backend) error {
 	}
 	// Only this test process's sandboxes count: other packages' tests
 	// run sandboxes under the same uids at the same time.
-	parent := map[int]int{}
-	uids := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			f := strings.Fields(line)
-			switch {
-			case len(f) > 1 && f[0] == "PPid:":
-				parent[pid], _ = strconv.Atoi(f[1])
-			case len(f) > 1 && f[0] == "Uid:":
-				uids[pid], _ = strconv.Atoi(f[1])
-			}
-		}
-	}
-	ours := func(pid int) bool {
-		for range 64 {
-			pid = parent[pid]
-			if pid == os.Getpid() {
-				return true
-			}
-			if pid <= 1 {
-				return false
-			}
-		}
-		return false
-	}
-	for pid, uid := range uids {
-		if !ours(pid) {
-			continue
-		}
+	for _, p := range testutil.Descendants() {
+		pid, uid := p.PID, p.UID
 		if cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); strings.HasPrefix(string(cmd), nsinit.ArgV0+"\x00") {
 			if idle[pid] {
 				continue
