@@ -1,14 +1,12 @@
 package session
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -127,28 +125,12 @@ func tryLock(path string) *os.File {
 	return f
 }
 
-// unmountBelow lazily unmounts every mount at or below dir, deepest first,
-// as /proc/self/mountinfo lists them.
+// unmountBelow lazily unmounts every mount at or below dir, deepest first.
 func unmountBelow(dir string, log *slog.Logger) {
-	f, err := os.Open("/proc/self/mountinfo") //nolint:forbidigo // a file of procfs, host-owned
+	points, err := mountpoint.Beneath(dir)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := mountpoint.Unescape(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
-		}
-	}
-	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
 	for _, p := range points {
 		if err := unmount(p); err != nil {
 			log.Warn("unable to unmount a stale session workspace", "path", p, "error", err)

@@ -1,6 +1,7 @@
 package mountpoint
 
 import (
+	"os"
 	"slices"
 	"strings"
 )
@@ -30,4 +31,22 @@ func ParseInfo(mountinfo string) []Entry {
 		out = append(out, Entry{Point: Unescape(f[4]), FSType: f[sep+1], Options: strings.Split(f[5], ",")})
 	}
 	return out
+}
+
+// Beneath lists the mount points at or beneath dir in this process's
+// mount namespace, deepest first (the order to unmount them in).
+func Beneath(dir string) ([]string, error) {
+	info, err := os.ReadFile("/proc/self/mountinfo") //nolint:forbidigo // a file of procfs, host-owned
+	if err != nil {
+		return nil, err
+	}
+	var points []string
+	for _, e := range ParseInfo(string(info)) {
+		if e.Point == dir || strings.HasPrefix(e.Point, dir+"/") {
+			points = append(points, e.Point)
+		}
+	}
+	// Deeper mount points have longer paths.
+	slices.SortStableFunc(points, func(a, b string) int { return len(b) - len(a) })
+	return points, nil
 }

@@ -46,3 +46,34 @@ func TestIs(t *testing.T) {
 		t.Errorf("Is(link to a mount point) = %v, %v; want false", got, err)
 	}
 }
+
+// Beneath finds the mounts at and beneath a directory, deepest first,
+// and none of a sibling whose name starts the same.
+func TestBeneath(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	outer, inner, sibling := filepath.Join(dir, "a"), filepath.Join(dir, "a", "b"), filepath.Join(dir, "ab")
+	for _, p := range []string{outer, sibling} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{outer, inner, sibling} {
+		if p == inner {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(p, unix.MNT_DETACH) })
+	}
+	got, err := Beneath(outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != inner || got[1] != outer {
+		t.Fatalf("Beneath(%s) = %v, want [%s %s]", outer, got, inner, outer)
+	}
+}

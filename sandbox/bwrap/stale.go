@@ -1,11 +1,9 @@
 package bwrap
 
 import (
-	"bufio"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,47 +67,20 @@ func sweepRuns(dir string, log *slog.Logger) int {
 // and fails unless none is left.
 func unmountBeneath(dir string) error {
 	for range 3 {
-		points, err := mountsBeneath(dir)
+		points, err := mountpoint.Beneath(dir)
 		if err != nil {
 			return err
 		}
 		if len(points) == 0 {
 			return nil
 		}
-		// Deeper mount points have longer paths.
-		slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
 		for _, p := range points {
 			_ = unix.Unmount(p, unix.MNT_DETACH)
 		}
 	}
-	if points, err := mountsBeneath(dir); err != nil || len(points) > 0 {
-		if err == nil {
-			err = &os.PathError{Op: "unmount", Path: points[0], Err: unix.EBUSY}
-		}
-		return err
+	points, err := mountpoint.Beneath(dir)
+	if err == nil && len(points) > 0 {
+		err = &os.PathError{Op: "unmount", Path: points[0], Err: unix.EBUSY}
 	}
-	return nil
-}
-
-// mountsBeneath lists the mount points at or beneath dir.
-func mountsBeneath(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo") //nolint:forbidigo // a file of procfs
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := mountpoint.Unescape(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
-		}
-	}
-	return points, sc.Err()
+	return err
 }
