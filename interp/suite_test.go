@@ -420,7 +420,13 @@ func testSessionsIsolated(t *testing.T, e *env) {
 	// (Not its own threads: a thread's id names its whole process.)
 	e.cell("b", "import os, signal\nown = {int(t) for t in os.listdir('/proc/self/task')}\nfor p in range(1, 4096):\n"+
 		"    try:\n        os.kill(p, signal.SIGKILL) if p not in own else None\n    except OSError:\n        pass", execute.ExecutionLimits{})
-	if res := e.cell("b", "'still'", execute.ExecutionLimits{}); value(res) != "'still'" || (res.Restarted && !e.tg.ownLauncher) {
+	res := e.cell("b", "'still'", execute.ExecutionLimits{})
+	if e.tg.ownLauncher && value(res) != "'still'" {
+		// The interpreter b ended may still have taken this call, which
+		// then says it ended; the next call starts a fresh one.
+		res = e.cell("b", "'still'", execute.ExecutionLimits{})
+	}
+	if value(res) != "'still'" || (res.Restarted && !e.tg.ownLauncher) {
 		t.Fatalf("b after its kills: %+v value %s", res, value(res))
 	}
 	if res := e.cell("a", "secret", execute.ExecutionLimits{}); value(res) != "'a'" || res.Restarted {
