@@ -138,6 +138,18 @@ func CollectArtifactsWith(dir string, skip func(rel string) bool, lim ArtifactLi
 	return s.out, err
 }
 
+// CollectArtifactsIn is CollectArtifactsWith for the directory open at
+// root (a sandbox's private workspace, handed over by its backend), which
+// stays open.
+func CollectArtifactsIn(root *os.File, skip func(rel string) bool, lim ArtifactLimits) ([]Artifact, error) {
+	s := &scanner{lim: lim.withDefaults(), skip: skip, buf: make([]byte, 32<<10), h: sha256.New()}
+	err := s.scanRoot(root)
+	if errors.Is(err, errScanFull) {
+		err = nil
+	}
+	return s.out, err
+}
+
 // errScanFull stops a scan that reached one of its limits.
 var errScanFull = errors.New("artifact scan limit reached")
 

@@ -28,6 +28,15 @@ func (s *scanner) scan(dir string) error {
 	return s.walk(fd, "", 0)
 }
 
+// scanRoot walks the directory open at root, which stays open.
+func (s *scanner) scanRoot(root *os.File) error {
+	fd, err := unix.FcntlInt(root.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("unable to open workspace: %w", err)
+	}
+	return s.walk(fd, "", 0)
+}
+
 // walk lists the directory open at fd, which it closes, whose path
 // relative to the workspace is rel ("" for the workspace itself).
 func (s *scanner) walk(fd int, rel string, depth int) error {

@@ -143,6 +143,11 @@ type Executor struct {
 	// beforeRemove, when set (by tests), runs before a background
 	// removal.
 	beforeRemove func()
+	// inspects is set when the backend hands a run's private workspace
+	// back (sandbox.WorkspaceInspector): an interpreted program then runs
+	// there, and its artifacts are read from it, with no host workspace
+	// to make and remove.
+	inspects bool
 }
 
 // maxRemoving bounds the workspaces being removed in the background: past
@@ -162,6 +167,9 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Executor {
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
+	}
+	if wi, ok := backend.(sandbox.WorkspaceInspector); ok {
+		e.inspects = wi.InspectsWorkspace()
 	}
 	if e.tempDir == "" {
 		e.tempDir = os.TempDir()
@@ -327,7 +335,10 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, s
 	}
 
 	ws := req.Workspace
-	if ws == "" {
+	// An interpreted program needs nothing on the host: where the
+	// backend hands its private workspace back, it runs there.
+	private := ws == "" && e.inspects && !l.Compiled
+	if ws == "" && !private {
 		d, err := e.workspace(l)
 		if err != nil {
 			return err
@@ -374,22 +385,33 @@ func (e *Executor) execute(ctx context.Context, req Request, l *lang.Language, s
 	for _, f := range spec.Files {
 		own[f.Path] = true
 	}
+	lim := DefaultArtifactLimits
+	lim.ContentBytes = req.Artifacts.contentBytes()
+	skip := func(rel string) bool { return own[rel] }
+	var artifacts []Artifact
+	var listErr error
+	if private {
+		spec.Inspect = func(root *os.File) {
+			artifacts, listErr = CollectArtifactsIn(root, skip, lim)
+		}
+	}
 
 	sr, err := e.backend.Run(ctx, spec)
 	if err != nil {
 		return err
 	}
 	e.verdict(res, sr, limits)
-	if ws == "" {
-		return nil // the sandbox's private workspace: nothing to list
+	switch {
+	case ws != "":
+		artifacts, listErr = CollectArtifactsWith(ws, skip, lim)
+	case !private:
+		return nil // the sandbox's private workspace, out of reach: nothing to list
 	}
-	lim := DefaultArtifactLimits
-	lim.ContentBytes = req.Artifacts.contentBytes()
-	res.Artifacts, err = CollectArtifactsWith(ws, func(rel string) bool { return own[rel] }, lim)
-	if err != nil {
+	res.Artifacts = artifacts
+	if listErr != nil {
 		// The program's result stands; a workspace it made unlistable only
 		// costs it its artifact list.
-		e.log.Warn("unable to list artifacts", "error", err)
+		e.log.Warn("unable to list artifacts", "error", listErr)
 	}
 	return nil
 }

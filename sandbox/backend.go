@@ -13,6 +13,15 @@ type Backend interface {
 	Run(ctx context.Context, spec *Spec) (*Result, error)
 }
 
+// WorkspaceInspector is implemented by backends that call Spec.Inspect:
+// a caller that wants to read what a program left in its workspace can
+// then let it run in the sandbox's private workspace instead of making a
+// host directory for it.
+type WorkspaceInspector interface {
+	// InspectsWorkspace reports whether Run calls Spec.Inspect.
+	InspectsWorkspace() bool
+}
+
 // Prober is implemented by backends that can tell what works on this
 // machine. doctor uses it.
 type Prober interface {

@@ -60,6 +60,16 @@ type Spec struct {
 	// Files are written into the workspace before the program starts.
 	Files []File
 
+	// Inspect, when set on a run without a Workspace, is called with the
+	// root of the run's private workspace, open read-only, once the
+	// program and everything it started can no longer write there, and
+	// before Run returns; the backend closes it afterwards. The caller
+	// reads what the program left (its artifacts) without following a
+	// link: the program may have put anything there. Only backends that
+	// say so (WorkspaceInspector) call it; one that could not get the
+	// workspace (the sandbox failed before the program started) does not.
+	Inspect func(root *os.File)
+
 	// Limits bounds every resource the program may use.
 	Limits Limits
 

@@ -175,6 +175,8 @@ var spawnID atomic.Uint64
 var _ sandbox.Backend = (*Backend)(nil)
 var _ sandbox.Prober = (*Backend)(nil)
 
+var _ sandbox.WorkspaceInspector = (*Backend)(nil)
+
 // New prepares the native backend: it finds the cgroup hierarchy, builds the
 // seccomp filter and the synthetic /etc, and checks that user namespaces
 // can be created. It fails only when the backend cannot work at all here.
@@ -273,6 +275,10 @@ func New(opts Options) (*Backend, error) {
 
 // Name returns "native".
 func (b *Backend) Name() string { return "native" }
+
+// InspectsWorkspace reports that Run calls Spec.Inspect with the run's
+// private workspace. See sandbox.WorkspaceInspector.
+func (b *Backend) InspectsWorkspace() bool { return true }
 
 func stateDir(dir string, privileged bool) (string, error) {
 	if dir != "" {

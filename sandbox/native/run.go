@@ -220,7 +220,39 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 	// cleaned up after it, and can serve the series again once its init
 	// says it is ready (readied).
 	r.keep = p.ended && !res.MemoryExceeded
+	if r.inspects() {
+		r.inspect(p)
+	}
 	return res, nil
+}
+
+// inspect hands the run's private workspace to the caller (Spec.Inspect).
+// The run's init sent it before the program started, so it is on the
+// config socket by now unless the sandbox failed first. It is read once
+// nothing of the run can write there: the init's report says it killed
+// and reaped everything else; without a report the init was killed, and
+// its end, which the kernel holds back until the rest of its namespace is
+// gone, is awaited. The caller is done with it before a kept sandbox
+// serves another run, so none of its memory is charged to that run.
+func (r *run) inspect(p *program) {
+	root, err := r.sandbox.receiveWorkspace()
+	if err != nil {
+		r.b.log.Warn("unable to receive a run's workspace", "run", r.id, "error", err)
+	}
+	if root == nil {
+		// A run that asked for its workspace and ended normally sent
+		// it: a sandbox that did not is not given another run.
+		r.keep = false
+		return
+	}
+	defer root.Close()
+	if !bytes.HasPrefix(p.msg, []byte("X ")) {
+		if _, err := r.sandbox.waitFor(exitWait); err != nil {
+			r.b.log.Warn("a run's workspace is not read while its sandbox may still run", "run", r.id, "error", err)
+			return
+		}
+	}
+	r.spec.Inspect(root)
 }
 
 // program is the native side of a run's supervision: the init reports the
@@ -393,6 +425,9 @@ func (r *run) plan() error {
 			w.file(path.Join(sandbox.WorkspaceDir, f.Path), f.Content, mode, uid, uid)
 		}
 	}
+	if r.inspects() {
+		w.op(nsinit.OpSendWorkspace, sandbox.WorkspaceDir)
+	}
 	w.op(nsinit.OpUser, strconv.Itoa(uid), strconv.Itoa(uid))
 	if s.Stdin == nil {
 		w.op(nsinit.OpStdinNull)
@@ -471,10 +506,18 @@ func (r *run) send(sp *started) error {
 	if err != nil && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("%w: unable to send sandbox setup: %w", sandbox.ErrSetup, err)
 	}
-	if r.series == nil {
+	// The socket stays open for the workspace the run's init sends
+	// back, if the run asked for it.
+	if r.series == nil && !r.inspects() {
 		_ = sp.config.Close()
 	}
 	return nil
+}
+
+// inspects reports whether the run's private workspace goes to the
+// caller (Spec.Inspect).
+func (r *run) inspects() bool {
+	return r.spec.Workspace == "" && r.spec.Inspect != nil
 }
 
 // closeTree closes the clone of the workspace's mount, if the run has one

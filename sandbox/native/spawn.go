@@ -520,6 +520,47 @@ func (s *started) sendRun(phase []byte, tree *os.File) error {
 	return s.sendFDs(phase, child[:]...)
 }
 
+// receiveWorkspace takes the run's workspace that the init sent over the
+// config socket (OP_SEND_WORKSPACE), without waiting: nil, nil when
+// nothing came.
+func (s *started) receiveWorkspace() (*os.File, error) {
+	raw, err := s.config.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var buf [1]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn, flags int
+	var rerr error
+	if err := raw.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	if errors.Is(rerr, unix.EAGAIN) || (rerr == nil && n == 0 && oobn == 0) {
+		return nil, nil
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	if n != 1 || buf[0] != 'W' || len(fds) != 1 || flags&unix.MSG_CTRUNC != 0 {
+		for _, fd := range fds {
+			_ = unix.Close(fd)
+		}
+		return nil, fmt.Errorf("malformed workspace message from the sandbox init (%d bytes, %d descriptors)", n, len(fds))
+	}
+	return os.NewFile(uintptr(fds[0]), sandbox.WorkspaceDir), nil
+}
+
 // sendWith sends a frame over the config socket with the descriptors of
 // files as SCM_RIGHTS on its first byte; the caller keeps files open
 // until it returns.

@@ -214,3 +214,38 @@ char *recv_run(int fd, int fds[3], int *attach, size_t *size)
 	*attach = got == 4 ? all[3] : -1;
 	return buf;
 }
+
+// send_dir sends the directory dir, opened read-only without following a
+// link, to the backend over the socket fd: one byte, "W", with the
+// descriptor as SCM_RIGHTS on it.
+void send_dir(int fd, const char *dir)
+{
+	int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		fail("open %.256s to send it", dir);
+	char byte = 'W';
+	struct iovec iov = {&byte, 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	memset(&control, 0, sizeof control);
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = control.buf;
+	mh.msg_controllen = sizeof control.buf;
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &d, sizeof d);
+	ssize_t n;
+	do {
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n != 1)
+		fail("send %.256s", dir);
+	close(d);
+}

@@ -170,6 +170,9 @@ struct exec_plan {
 	// another run after this one, and each run has a mount namespace of
 	// its own with the scratch mounts it names mounted anew.
 	const struct op *keep;
+	// send_workspace, when set, is the OP_SEND_WORKSPACE of the run: its
+	// init sends that directory to the backend (send_dir).
+	const struct op *send_workspace;
 };
 
 #pragma GCC visibility push(hidden)
@@ -182,6 +185,7 @@ long long number(const struct arg *a, int base);
 void report(const char *fmt, ...);
 char *recv_frame(int fd, int *fds, int max, int *got, size_t *size, int done);
 char *recv_run(int fd, int fds[3], int *attach, size_t *size);
+void send_dir(int fd, const char *dir);
 
 // the sandbox's root: mounts, bind sources, the pivot (mounts.c)
 void in_root(const struct config *c, const char *path, char *out);

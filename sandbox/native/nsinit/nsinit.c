@@ -30,6 +30,7 @@ static int allowed_later(uint32_t op)
 	case OP_ENV:
 	case OP_STDIN_NULL:
 	case OP_KEEP:
+	case OP_SEND_WORKSPACE:
 		return 1;
 	}
 	return run_fs_op(op);
@@ -174,6 +175,10 @@ static void apply(struct config *c, struct exec_plan *plan)
 			break;
 		case OP_KEEP:
 			keep(plan, o);
+			break;
+		case OP_SEND_WORKSPACE:
+			want_args(o, 1);
+			plan->send_workspace = o;
 			break;
 		default:
 			errno = 0;

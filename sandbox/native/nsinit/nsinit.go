@@ -20,29 +20,30 @@ const ArgV0 = C.NSINIT_ARGV0
 
 // Operation codes of the setup stream; see nsinit.h.
 const (
-	OpRoot      = C.OP_ROOT
-	OpMkdir     = C.OP_MKDIR
-	OpBind      = C.OP_BIND
-	OpSymlink   = C.OP_SYMLINK
-	OpTmpfs     = C.OP_TMPFS
-	OpFile      = C.OP_FILE
-	OpProc      = C.OP_PROC
-	OpHostname  = C.OP_HOSTNAME
-	OpLoopback  = C.OP_LOOPBACK
-	OpCgroupNS  = C.OP_CGROUPNS
-	OpRlimit    = C.OP_RLIMIT
-	OpUser      = C.OP_USER
-	OpCwd       = C.OP_CWD
-	OpSeccomp   = C.OP_SECCOMP
-	OpArgv      = C.OP_ARGV
-	OpEnv       = C.OP_ENV
-	OpDev       = C.OP_DEV
-	OpStdinNull = C.OP_STDIN_NULL
-	OpPreopen   = C.OP_PREOPEN
-	OpKeep      = C.OP_KEEP
-	OpUsernsMax = C.OP_USERNS_MAX
-	OpAttach    = C.OP_ATTACH
-	OpGiven     = C.OP_GIVEN
+	OpRoot          = C.OP_ROOT
+	OpMkdir         = C.OP_MKDIR
+	OpBind          = C.OP_BIND
+	OpSymlink       = C.OP_SYMLINK
+	OpTmpfs         = C.OP_TMPFS
+	OpFile          = C.OP_FILE
+	OpProc          = C.OP_PROC
+	OpHostname      = C.OP_HOSTNAME
+	OpLoopback      = C.OP_LOOPBACK
+	OpCgroupNS      = C.OP_CGROUPNS
+	OpRlimit        = C.OP_RLIMIT
+	OpUser          = C.OP_USER
+	OpCwd           = C.OP_CWD
+	OpSeccomp       = C.OP_SECCOMP
+	OpArgv          = C.OP_ARGV
+	OpEnv           = C.OP_ENV
+	OpDev           = C.OP_DEV
+	OpStdinNull     = C.OP_STDIN_NULL
+	OpPreopen       = C.OP_PREOPEN
+	OpKeep          = C.OP_KEEP
+	OpUsernsMax     = C.OP_USERNS_MAX
+	OpAttach        = C.OP_ATTACH
+	OpGiven         = C.OP_GIVEN
+	OpSendWorkspace = C.OP_SEND_WORKSPACE
 )
 
 // ConfigFD and StatusFD are the descriptors the init reads its setup from

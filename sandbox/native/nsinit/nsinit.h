@@ -23,6 +23,11 @@
  * A new sandbox's second phase may come with one descriptor as SCM_RIGHTS on
  * its first byte: a detached mount (open_tree) of the run's host workspace,
  * which OP_ATTACH attaches; the init closes it if no OP_ATTACH uses it.
+ * With OP_SEND_WORKSPACE in a second phase, the run's init sends the run's
+ * private workspace back on fd 3 before the program starts: one byte, "W",
+ * with the directory, open read-only, as SCM_RIGHTS. The backend reads
+ * what the program left there once the run is over; nothing else is ever
+ * written to fd 3 by the init.
  *
  * The init writes one line per run to fd 4: "X <wait status>" once the
  * program has ended (and, with OP_KEEP, once nothing of the run is left),
@@ -64,6 +69,8 @@ enum nsinit_op {
 			    second phase on dst */
 	OP_GIVEN = 24,	    /* path: the bind source path is the next descriptor
 			    that came with the first phase */
+	OP_SEND_WORKSPACE = 25, /* dir: send the run's dir, open, to the backend
+				   before the program starts */
 };
 
 #define NSINIT_ARGV0 "coderunner-nsinit"

@@ -276,7 +276,6 @@ static int run_main(void *p)
 	// the network namespace's files a kept sandbox checks.
 	if (a->c->host >= 0)
 		close(a->c->host);
-	close(NSINIT_CONFIG_FD);
 	network_close_fds();
 	// A kept sandbox's run has a mount namespace of its own, with its
 	// scratch mounts and its files.
@@ -288,6 +287,12 @@ static int run_main(void *p)
 	// in the run's mount namespace, which goes with the run.
 	if (a->c->proc)
 		mount_proc(a->c->proc);
+	// The backend reads the run's private workspace once the run is
+	// over, whatever becomes of the run's init: it gets the directory
+	// now, made by this init and not yet touched by the program.
+	if (a->plan->send_workspace)
+		send_dir(NSINIT_CONFIG_FD, a->plan->send_workspace->argv[0].s);
+	close(NSINIT_CONFIG_FD);
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		fail("pipe");
