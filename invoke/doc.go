@@ -25,11 +25,14 @@
 // Shell code, and any code sent with "mode": "script", runs as a plain
 // program without a wrapper and without a return value.
 //
-// Every run gets a fresh host directory as its /workspace, made
-// size-capped with a tmpfs where the process may mount (as root) and
-// removed after the run; its files are listed as artifacts first, through
-// execute.CollectArtifactsWith, which never follows a path the sandbox
-// could have planted. Without the right to mount, the workspace lives on
-// the host file system bounded per file by the sandbox's file-size limit
-// only, and a warning says so once.
+// Every run gets a fresh, size-capped /workspace. On a backend that hands
+// a run's private workspace back (sandbox.WorkspaceInspector: native), an
+// interpreted program runs in the sandbox's own and its files are listed
+// as artifacts through the descriptor the backend passes
+// (execute.CollectArtifactsIn). Otherwise the run gets a host directory,
+// made a tmpfs where the process may mount (as root) and removed after
+// the run, its files listed first through execute.CollectArtifactsWith;
+// neither follows a path the sandbox could have planted. Without the
+// right to mount, the run gets the sandbox's private workspace and lists
+// no artifacts, and a warning says so once.
 package invoke

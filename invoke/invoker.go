@@ -79,6 +79,10 @@ type Invoker struct {
 	// nonce draws the tag of a run's result block; tests replace it.
 	nonce    func() string
 	warnOnce sync.Once
+	// inspects is set when the backend hands a run's private workspace
+	// back (sandbox.WorkspaceInspector): an interpreted program runs
+	// there and its artifacts are read from it, with no host workspace.
+	inspects bool
 }
 
 // New returns an Invoker that runs code in backend with the recipes of
@@ -93,6 +97,9 @@ func New(backend sandbox.Backend, langs *lang.Table, opts Options) *Invoker {
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
+	}
+	if wi, ok := backend.(sandbox.WorkspaceInspector); ok {
+		e.inspects = wi.InspectsWorkspace()
 	}
 	if e.workDir == "" {
 		e.workDir = os.TempDir()
@@ -157,11 +164,18 @@ func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Resu
 		return nil, err
 	}
 
-	ws, release, err := e.workspace(log)
-	if err != nil {
-		return nil, err
+	// An interpreted program needs nothing on the host where the backend
+	// hands its private workspace back.
+	private := e.inspects && !l.Compiled
+	ws := ""
+	if !private {
+		var release func()
+		ws, release, err = e.workspace(log)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
-	defer release()
 
 	prog, cr, err := e.build.Build(ctx, l, req.Code, runner.BuildOptions{Workspace: ws})
 	if err != nil {
@@ -195,16 +209,25 @@ func (e *Invoker) run(ctx context.Context, req Request, log *slog.Logger) (*Resu
 		spec.Files = append(spec.Files, sandbox.File{Path: rel, Content: wrapper, Mode: 0o644})
 		spec.Args = append(l.RunArgs(lang.Vars{Source: path.Join(sandbox.WorkspaceDir, rel)}), prog.Source())
 	}
+	var artifacts []execute.Artifact
+	var listErr error
+	own := map[string]bool{source: true}
+	skip := func(rel string) bool { return own[rel] }
+	if private {
+		spec.Inspect = func(root *os.File) {
+			artifacts, listErr = execute.CollectArtifactsIn(root, skip, execute.ArtifactLimits{})
+		}
+	}
 	sr, err := e.backend.Run(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	res := e.verdict(req, sr, nonce, log)
-	own := map[string]bool{source: true}
 	if ws != "" {
-		res.Artifacts, err = execute.CollectArtifactsWith(ws, func(rel string) bool { return own[rel] }, execute.ArtifactLimits{})
+		artifacts, listErr = execute.CollectArtifactsWith(ws, skip, execute.ArtifactLimits{})
 	}
-	if err != nil {
+	res.Artifacts = artifacts
+	if err := listErr; err != nil {
 		// The program's result stands; a workspace it made unlistable
 		// only costs it its artifact list.
 		log.Warn("unable to list artifacts", "event", "artifacts_failed", "error", err)

@@ -41,9 +41,12 @@ func TestNativeHandlers(t *testing.T) {
 }
 
 // TestNativeArtifacts: the files a handler leaves in its workspace are
-// listed with size, type and checksum; hidden files, links and FIFOs are not.
+// listed with size, type and checksum; hidden files, links and FIFOs are
+// not. The workspace is the sandbox's own, handed back: none is made on
+// the host.
 func TestNativeArtifacts(t *testing.T) {
-	e := nativeInvoker(t, Options{})
+	work := t.TempDir()
+	e := nativeInvoker(t, Options{WorkDir: work})
 	requireToolchain(t, "python")
 	code := `import os
 def handler(event):
@@ -78,6 +81,9 @@ def handler(event):
 		if !ok || a.Size != w.size || a.MimeType != w.mime || !strings.HasPrefix(a.Checksum, "sha256:") || a.Type != "artifact" || a.CreatedAt.IsZero() {
 			t.Errorf("artifact %+v, want %+v", a, w)
 		}
+	}
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		t.Errorf("a workspace was made on the host: %v", left)
 	}
 }
 
