@@ -83,6 +83,13 @@ type Recipe struct {
 	// language to at least this many: a JVM starts about twenty threads
 	// before main runs.
 	MinProcesses int `yaml:"min_processes,omitempty"`
+	// ThreadEnv names the variables the language's libraries take their
+	// thread count from (OpenBLAS's OPENBLAS_NUM_THREADS, OpenMP's
+	// OMP_NUM_THREADS …), which would otherwise start a thread per host
+	// core within the run's process limit. Every run gets each set to its
+	// CPU allowance (see Language.ThreadEnvironment); unlike Env's, a
+	// request's env may set them itself, and its value wins.
+	ThreadEnv []string `yaml:"thread_env,omitempty"`
 	// Toolchain tells discovery how to find the toolchain on the host.
 	Toolchain Discovery `yaml:"toolchain,omitempty"`
 
@@ -218,6 +225,8 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 		err = v.Decode(&r.BuildCacheEnv)
 	case "min_processes":
 		err = v.Decode(&r.MinProcesses)
+	case "thread_env":
+		err = v.Decode(&r.ThreadEnv)
 	case "toolchain":
 		err = strictDecode(v, &r.Toolchain)
 	default:
@@ -325,6 +334,9 @@ func merge(base, o Recipe) Recipe {
 	}
 	if o.isSet("min_processes", o.MinProcesses != 0) {
 		out.MinProcesses = o.MinProcesses
+	}
+	if o.isSet("thread_env", o.ThreadEnv != nil) {
+		out.ThreadEnv = o.ThreadEnv
 	}
 	if o.isSet("toolchain", !o.Toolchain.isZero()) {
 		out.Toolchain = o.Toolchain

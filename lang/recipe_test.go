@@ -212,6 +212,19 @@ func TestBadRecipes(t *testing.T) {
 		{"compile env placeholder", "x", func() Recipe { r := ok(); r.CompileEnv = []string{"A={tool}"}; return r }, "languages.x.compile_env[0]: unknown placeholder"},
 		{"bad build cache env", "x", func() Recipe { r := ok(); r.BuildCacheEnv = "GO CACHE"; return r }, "languages.x.build_cache_env"},
 		{"min processes", "x", func() Recipe { r := ok(); r.MinProcesses = -1; return r }, "languages.x.min_processes: -1 is out of range"},
+		{"bad thread env", "x", func() Recipe { r := ok(); r.ThreadEnv = []string{"OMP_NUM_THREADS", "A=1"}; return r }, "languages.x.thread_env[1]: \"A=1\" is not a variable name"},
+		{"thread env twice", "x", func() Recipe { r := ok(); r.ThreadEnv = []string{"N", "N"}; return r }, "languages.x.thread_env[1]: \"N\" is listed twice"},
+		{"thread env set by env", "x", func() Recipe {
+			r := ok()
+			r.Env, r.ThreadEnv = []string{"OMP_NUM_THREADS=4"}, []string{"OMP_NUM_THREADS"}
+			return r
+		}, "languages.x.thread_env[0]: \"OMP_NUM_THREADS\" is set by the sandbox or by env"},
+		{"thread env set by the sandbox", "x", func() Recipe { r := ok(); r.ThreadEnv = []string{"HOME"}; return r }, "languages.x.thread_env[0]: \"HOME\" is set by the sandbox"},
+		{"thread env is the build cache", "x", func() Recipe {
+			r := ok()
+			r.BuildCacheEnv, r.ThreadEnv = "GOCACHE", []string{"GOCACHE"}
+			return r
+		}, "languages.x.thread_env[0]: \"GOCACHE\" is build_cache_env"},
 		{"flags without compile step", "x", func() Recipe { r := ok(); r.CompilerFlags = []string{"-O"}; return r }, "languages.x.compiler_flags: set although compiled is false"},
 		{"bad flag rule", "x", func() Recipe {
 			r := ok()
