@@ -243,6 +243,17 @@ func (l *Language) ThreadEnvironment(limits sandbox.Limits) []string {
 	return out
 }
 
+// SeedArgs is the argv of the recipe's tmp_seed run with {tool} and
+// {root} expanded, and the directory of /tmp its file goes to; nil and ""
+// for a language without one.
+func (l *Language) SeedArgs() (argv []string, dir string) {
+	seed := l.Recipe.TmpSeed
+	if seed == nil {
+		return nil, ""
+	}
+	return l.expand(seed.Run, Vars{}), seed.Dir
+}
+
 // CompileArgs is the compile argv with its placeholders expanded, or nil
 // for an interpreted language. {tool} and {root} take their discovered
 // values once Discover ran. v.CompilerFlags replace the template's

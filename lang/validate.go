@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 // Placeholder sets: which placeholders each kind of template may use.
@@ -98,6 +100,17 @@ func (r *Recipe) validate(id string) error {
 	}
 	if err := r.validateThreadEnv(f); err != nil {
 		return err
+	}
+	if seed := r.TmpSeed; seed != nil {
+		if len(seed.Run) == 0 {
+			return f("tmp_seed.run", "empty")
+		}
+		if err := checkArgv(seed.Run, set("tool", "root")); err != nil {
+			return f("tmp_seed.run", "%v", err)
+		}
+		if err := sandbox.ValidRelativePath(seed.Dir); err != nil {
+			return f("tmp_seed.dir", "%v", err)
+		}
 	}
 	if r.MinProcesses < 0 || r.MinProcesses > 1024 {
 		return f("min_processes", "%d is out of range 0..1024", r.MinProcesses)

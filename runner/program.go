@@ -129,6 +129,8 @@ func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 		Dir:    sandbox.WorkspaceDir,
 		Mounts: slices.Clone(l.Mounts),
 		Limits: runLimits,
+		// A cache the runtime would build in each run (see PrepareSeeds).
+		TmpFiles: p.b.tmpFiles(l),
 	}
 	vars := p.place.Vars(sandbox.WorkspaceDir)
 	vars.MemoryMB = memMB
