@@ -57,25 +57,31 @@ type seed struct {
 // judge's) build each once.
 var seeds sync.Map // seedKey -> *seed
 
-// seedOf returns the seed of l on b's backend, made on first use; nil
-// when l has none or the backend places no TmpFiles.
-func (b *Builder) seedOf(l *lang.Language) (*seed, []string, string) {
+// seedOf returns the seed of l on b's backend, made on first use when
+// create is set (else nil until PrepareSeeds made it), with its command
+// and directory; nil when l has none or the backend places no TmpFiles.
+func (b *Builder) seedOf(l *lang.Language, create bool) (*seed, []string, string) {
 	argv, dir := l.SeedArgs()
-	if argv == nil {
+	if argv == nil || !sandbox.PlacesTmpFiles(b.backend) {
 		return nil, nil, ""
 	}
-	if !sandbox.PlacesTmpFiles(b.backend) {
+	key := seedKey{backend: b.backend,
+		made: strings.Join(argv, "\x00") + "\x00\x00" + strings.Join(l.Env, "\x00") + "\x00\x00" + dir}
+	v, ok := seeds.Load(key)
+	if !ok && create {
+		v, _ = seeds.LoadOrStore(key, &seed{})
+	}
+	if v == nil {
 		return nil, nil, ""
 	}
-	made := strings.Join(argv, "\x00") + "\x00\x00" + strings.Join(l.Env, "\x00") + "\x00\x00" + dir
-	v, _ := seeds.LoadOrStore(seedKey{backend: b.backend, made: made}, &seed{})
 	return v.(*seed), argv, dir
 }
 
 // tmpFiles are the files a run of l finds in its /tmp: its seed's, once
-// it is built; nil before, or without one.
+// it is built; nil before, or without one. It adds nothing to seeds, so
+// that a process that never prepares them keeps no backend there.
 func (b *Builder) tmpFiles(l *lang.Language) []sandbox.File {
-	s, _, _ := b.seedOf(l)
+	s, _, _ := b.seedOf(l, false)
 	if s == nil {
 		return nil
 	}
@@ -100,7 +106,7 @@ func (b *Builder) PrepareSeeds(ctx context.Context) error {
 			continue
 		}
 		// After Check: the command names the toolchain found.
-		s, argv, dir := b.seedOf(l)
+		s, argv, dir := b.seedOf(l, true)
 		if s == nil {
 			continue
 		}
