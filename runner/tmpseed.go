@@ -25,63 +25,63 @@ import (
 // its /tmp (sandbox.Spec.TmpFiles), which it may change or delete without
 // another run seeing it.
 
-// maxSeedBytes bounds a seed's file: matplotlib's font list is some
+// maxTmpSeedBytes bounds a seed's file: matplotlib's font list is some
 // 30 KiB with a few fonts, a few hundred KiB with thousands.
-const maxSeedBytes = 8 << 20
+const maxTmpSeedBytes = 8 << 20
 
 // tmpSeedLimits bound the run that builds a seed.
 var tmpSeedLimits = sandbox.Limits{
 	WallTime: 2 * time.Minute, CPUTime: 2 * time.Minute, Memory: 512 * sandbox.MiB,
-	OutputBytes: maxSeedBytes + 4096,
+	OutputBytes: maxTmpSeedBytes + 4096,
 }
 
-// seedName is what a seed's file may be called: a plain name.
-var seedName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+// tmpSeedName is what a seed's file may be called: a plain name.
+var tmpSeedName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
-// seedKey names a seed by what makes it: the backend (another has other
+// tmpSeedKey names a seed by what makes it: the backend (another has other
 // toolchains), the command, its environment and where it goes. Two
 // languages of one runtime (python, python3) share theirs.
-type seedKey struct {
+type tmpSeedKey struct {
 	backend sandbox.Backend
 	made    string
 }
 
-type seed struct {
+type tmpSeed struct {
 	once  sync.Once
 	err   error
 	files atomic.Pointer[[]sandbox.File]
 }
 
-// seeds holds the seeds of every Builder of this process, so that the
-// builders that share a backend (the executor's, the invoker's, the
-// judge's) build each once.
-var seeds sync.Map // seedKey -> *seed
+// tmpSeeds holds the /tmp seeds of every Builder of this process, so
+// that the builders that share a backend (the executor's, the invoker's,
+// the judge's) build each once.
+var tmpSeeds sync.Map // tmpSeedKey -> *tmpSeed
 
-// seedOf returns the seed of l on b's backend, made on first use when
+// tmpSeedOf returns the seed of l on b's backend, made on first use when
 // create is set (else nil until PrepareSeeds made it), with its command
 // and directory; nil when l has none or the backend places no TmpFiles.
-func (b *Builder) seedOf(l *lang.Language, create bool) (*seed, []string, string) {
+func (b *Builder) tmpSeedOf(l *lang.Language, create bool) (*tmpSeed, []string, string) {
 	argv, dir := l.SeedArgs()
 	if argv == nil || !sandbox.PlacesTmpFiles(b.backend) {
 		return nil, nil, ""
 	}
-	key := seedKey{backend: b.backend,
+	key := tmpSeedKey{backend: b.backend,
 		made: strings.Join(argv, "\x00") + "\x00\x00" + strings.Join(l.Env, "\x00") + "\x00\x00" + dir}
-	v, ok := seeds.Load(key)
+	v, ok := tmpSeeds.Load(key)
 	if !ok && create {
-		v, _ = seeds.LoadOrStore(key, &seed{})
+		v, _ = tmpSeeds.LoadOrStore(key, &tmpSeed{})
 	}
 	if v == nil {
 		return nil, nil, ""
 	}
-	return v.(*seed), argv, dir
+	return v.(*tmpSeed), argv, dir
 }
 
 // tmpFiles are the files a run of l finds in its /tmp: its seed's, once
 // it is built; nil before, or without one. It adds nothing to seeds, so
 // that a process that never prepares them keeps no backend there.
 func (b *Builder) tmpFiles(l *lang.Language) []sandbox.File {
-	s, _, _ := b.seedOf(l, false)
+	s, _, _ := b.tmpSeedOf(l, false)
 	if s == nil {
 		return nil
 	}
@@ -106,13 +106,13 @@ func (b *Builder) PrepareSeeds(ctx context.Context) error {
 			continue
 		}
 		// After Check: the command names the toolchain found.
-		s, argv, dir := b.seedOf(l, true)
+		s, argv, dir := b.tmpSeedOf(l, true)
 		if s == nil {
 			continue
 		}
 		s.once.Do(func() {
 			var files []sandbox.File
-			files, s.err = b.buildSeed(ctx, l, argv, dir)
+			files, s.err = b.buildTmpSeed(ctx, l, argv, dir)
 			if s.err == nil {
 				s.files.Store(&files)
 			}
@@ -124,9 +124,9 @@ func (b *Builder) PrepareSeeds(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// buildSeed runs argv, l's seed command, in a sandbox of its own and
+// buildTmpSeed runs argv, l's seed command, in a sandbox of its own and
 // reads its output: the file's name on the first line, then its content.
-func (b *Builder) buildSeed(ctx context.Context, l *lang.Language, argv []string, dir string) ([]sandbox.File, error) {
+func (b *Builder) buildTmpSeed(ctx context.Context, l *lang.Language, argv []string, dir string) ([]sandbox.File, error) {
 	limits := l.RunLimits(tmpSeedLimits)
 	res, err := b.backend.Run(ctx, &sandbox.Spec{
 		Args:   argv,
@@ -141,20 +141,20 @@ func (b *Builder) buildSeed(ctx context.Context, l *lang.Language, argv []string
 	if res.Status != sandbox.StatusOK || res.ExitCode != 0 || res.StdoutTruncated {
 		return nil, fmt.Errorf("its /tmp seed was not built: %s, exit code %d: %.200s", res.Status, res.ExitCode, bytes.TrimSpace(res.Stderr))
 	}
-	return seedFiles(res.Stdout, dir)
+	return tmpSeedFiles(res.Stdout, dir)
 }
 
-// seedFiles reads a seed command's output: the file's name on its first
-// line, a plain name, then its content, at most maxSeedBytes.
-func seedFiles(out []byte, dir string) ([]sandbox.File, error) {
+// tmpSeedFiles reads a seed command's output: the file's name on its first
+// line, a plain name, then its content, at most maxTmpSeedBytes.
+func tmpSeedFiles(out []byte, dir string) ([]sandbox.File, error) {
 	name, content, ok := bytes.Cut(out, []byte("\n"))
 	switch {
 	case !ok:
 		return nil, errors.New("its /tmp seed command printed no file name on a line of its own")
-	case !seedName.Match(name):
+	case !tmpSeedName.Match(name):
 		return nil, fmt.Errorf("its /tmp seed command named the file %.130q, not a plain file name", name)
-	case len(content) > maxSeedBytes:
-		return nil, fmt.Errorf("its /tmp seed is %d bytes, more than %d", len(content), maxSeedBytes)
+	case len(content) > maxTmpSeedBytes:
+		return nil, fmt.Errorf("its /tmp seed is %d bytes, more than %d", len(content), maxTmpSeedBytes)
 	}
 	return []sandbox.File{{Path: dir + "/" + string(name), Content: bytes.Clone(content), Mode: 0o644}}, nil
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
 )
 
-// seedBuilder is a Builder on a fake backend whose seed runs (python's
+// tmpSeedBuilder is a Builder on a fake backend whose seed runs (python's
 // toolchain, run with "-c") answer with out, and whose other runs
 // succeed.
-func seedBuilder(t *testing.T, out string) (*Builder, *sandboxtest.Fake, *lang.Language) {
+func tmpSeedBuilder(t *testing.T, out string) (*Builder, *sandboxtest.Fake, *lang.Language) {
 	t.Helper()
 	langs := lang.Default()
 	py, _ := langs.Lookup("python")
@@ -47,7 +47,7 @@ func runSpec(t *testing.T, b *Builder, l *lang.Language) *sandbox.Spec {
 // of the recipe's command with nothing of a request in it, and every run
 // that starts afterwards, of either Python, finds a copy in its /tmp.
 func TestTmpSeed(t *testing.T) {
-	b, be, py := seedBuilder(t, "fontlist-v330.json\n{\"_version\": 330}\n")
+	b, be, py := tmpSeedBuilder(t, "fontlist-v330.json\n{\"_version\": 330}\n")
 	if spec := runSpec(t, b, py); spec.TmpFiles != nil {
 		t.Fatalf("a run before the seed was built has TmpFiles %v", spec.TmpFiles)
 	}
@@ -107,10 +107,10 @@ func TestTmpSeedRefused(t *testing.T) {
 		{"a directory", "a/b\nx", "not a plain file name"},
 		{"hidden", ".bashrc\nx", "not a plain file name"},
 		{"dot dot", "..\nx", "not a plain file name"},
-		{"too large", "f.json\n" + strings.Repeat("x", maxSeedBytes+1), "more than"},
+		{"too large", "f.json\n" + strings.Repeat("x", maxTmpSeedBytes+1), "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, _, py := seedBuilder(t, tc.out)
+			b, _, py := tmpSeedBuilder(t, tc.out)
 			err := b.PrepareSeeds(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "python") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("PrepareSeeds: %v, want an error with %q", err, tc.want)
