@@ -3,6 +3,7 @@ package execute_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,5 +41,39 @@ func TestMatplotlibArtifactNative(t *testing.T) {
 	png, err := base64.StdEncoding.DecodeString(*res.Artifacts[0].Content)
 	if err != nil || !strings.HasPrefix(string(png), "\x89PNG\r\n\x1a\n") || len(png) < 1000 {
 		t.Fatalf("out.png is not a PNG (%v): %q", err, png[:min(len(png), 16)])
+	}
+}
+
+// TestNumpyThreadsNative: importing numpy starts no thread per host core:
+// its BLAS is told the run's CPU allowance (one thread for the default
+// half core), and a request that sets the count itself gets its own.
+func TestNumpyThreadsNative(t *testing.T) {
+	testutil.RequirePythonModule(t, "numpy")
+	e := nativeExecutor(t)
+	code := "import os, numpy\nnumpy.ones((64, 64)) @ numpy.ones((64, 64))\n" +
+		"print(len(os.listdir('/proc/self/task')), len(os.sched_getaffinity(0)), os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])\n"
+	run := func(env map[string]string, cpus float64) (tasks, cores int, blas, omp string) {
+		t.Helper()
+		res, err := e.Execute(context.Background(), execute.Request{Language: "python", Code: code, Env: env,
+			Limits: execute.ExecutionLimits{TimeLimit: 60, CPULimit: cpus}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != execute.StatusSuccess {
+			t.Fatalf("status %s stderr %q", res.Status, res.Stderr)
+		}
+		if _, err := fmt.Sscan(res.Stdout, &tasks, &cores, &blas, &omp); err != nil {
+			t.Fatalf("output %q: %v", res.Stdout, err)
+		}
+		return tasks, cores, blas, omp
+	}
+	tasks, cores, blas, omp := run(nil, 0)
+	if tasks != 1 || blas != "1" || omp != "1" {
+		t.Errorf("default limits on %d cores: %d threads, OPENBLAS_NUM_THREADS %s, OMP_NUM_THREADS %s; want 1", cores, tasks, blas, omp)
+	}
+	// The request's count wins; the others keep the run's.
+	tasks, cores, blas, omp = run(map[string]string{"OPENBLAS_NUM_THREADS": "2"}, 0)
+	if tasks != min(2, cores) || blas != "2" || omp != "1" {
+		t.Errorf("OPENBLAS_NUM_THREADS=2 on %d cores: %d threads, OPENBLAS_NUM_THREADS %s, OMP_NUM_THREADS %s", cores, tasks, blas, omp)
 	}
 }

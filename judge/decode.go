@@ -58,6 +58,10 @@ func decodeRequest(r io.Reader, limit int64) (ExecutionRequest, error) {
 	return req, nil
 }
 
+// JSONAliases names the other name UnmarshalJSON takes, for the
+// messages and the checks that list a test case's fields.
+func (TestCase) JSONAliases() []string { return []string{"expected"} }
+
 // UnmarshalJSON decodes a test case, accepting "expected" for
 // "expected_output". Both may be given only when they are equal: a client
 // that sends two different answers has a bug worth reporting.

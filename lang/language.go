@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"slices"
@@ -64,6 +65,9 @@ type Language struct {
 	// MinProcesses is the least process limit of a run; see
 	// Recipe.MinProcesses.
 	MinProcesses int
+	// ThreadEnv names the variables of a library's thread count; see
+	// Recipe.ThreadEnv and ThreadEnvironment.
+	ThreadEnv []string
 	// Mounts are the base mounts and the toolchain's, read-only.
 	Mounts []sandbox.Mount
 	// Image is the container image for the docker backend.
@@ -136,6 +140,7 @@ func newLanguage(id string, r Recipe, base []string) (*Language, error) {
 		CompileEnv:     slices.Clone(r.CompileEnv),
 		BuildCacheEnv:  r.BuildCacheEnv,
 		MinProcesses:   r.MinProcesses,
+		ThreadEnv:      slices.Clone(r.ThreadEnv),
 		Image:          r.Image,
 		MemoryFactor:   atLeastOne(r.MemoryFactor),
 		TimeoutFactor:  atLeastOne(r.TimeoutFactor),
@@ -214,6 +219,39 @@ func (l *Language) RunLimits(limits sandbox.Limits) sandbox.Limits {
 		limits.Processes = l.MinProcesses
 	}
 	return limits
+}
+
+// ThreadEnvironment is the NAME=n entries of ThreadEnv for a run within
+// limits (zero fields taking their defaults): n is the run's CPU
+// allowance rounded up, at least 1 and at most half its process limit, so
+// that a library's pool of threads fits what the run may use and leaves
+// the program room for its own. Nil for a language without ThreadEnv.
+func (l *Language) ThreadEnvironment(limits sandbox.Limits) []string {
+	if len(l.ThreadEnv) == 0 {
+		return nil
+	}
+	limits = limits.WithDefaults()
+	n := 1
+	if c := math.Ceil(limits.CPUs); c > 1 && !math.IsInf(c, 0) {
+		n = int(min(c, 1<<16))
+	}
+	n = max(1, min(n, limits.Processes/2))
+	out := make([]string, len(l.ThreadEnv))
+	for i, name := range l.ThreadEnv {
+		out[i] = name + "=" + strconv.Itoa(n)
+	}
+	return out
+}
+
+// SeedArgs is the argv of the recipe's tmp_seed run with {tool} and
+// {root} expanded, and the directory of /tmp its file goes to; nil and ""
+// for a language without one.
+func (l *Language) SeedArgs() (argv []string, dir string) {
+	seed := l.Recipe.TmpSeed
+	if seed == nil {
+		return nil, ""
+	}
+	return l.expand(seed.Run, Vars{}), seed.Dir
 }
 
 // CompileArgs is the compile argv with its placeholders expanded, or nil

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -101,5 +102,46 @@ func TestTuning(t *testing.T) {
 	}
 	if c.CompileEnv != nil || c.BuildCacheEnv != "" || c.MinProcesses != 0 {
 		t.Errorf("c has tuning: %q %q %d", c.CompileEnv, c.BuildCacheEnv, c.MinProcesses)
+	}
+}
+
+// TestThreadEnvironment: a Python run tells its numeric libraries the
+// run's CPU allowance rounded up (1 for the default half core), within
+// half its process limit; a language without thread_env gets nothing.
+func TestThreadEnvironment(t *testing.T) {
+	py, _ := Default().Lookup("python")
+	py3, _ := Default().Lookup("python3")
+	want := []string{"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "NUMEXPR_NUM_THREADS"}
+	if !slices.Equal(py.ThreadEnv, want) || !slices.Equal(py3.ThreadEnv, want) {
+		t.Fatalf("python thread_env %q, python3 %q; want %q", py.ThreadEnv, py3.ThreadEnv, want)
+	}
+	for _, tc := range []struct {
+		limits sandbox.Limits
+		n      string
+	}{
+		{sandbox.Limits{}, "1"},
+		{sandbox.Limits{CPUs: 0.25}, "1"},
+		{sandbox.Limits{CPUs: 1}, "1"},
+		{sandbox.Limits{CPUs: 2}, "2"},
+		{sandbox.Limits{CPUs: 2.5}, "3"},
+		{sandbox.Limits{CPUs: 1024}, "25"},
+		{sandbox.Limits{CPUs: 16, Processes: 6}, "3"},
+		{sandbox.Limits{CPUs: 16, Processes: 1}, "1"},
+		{sandbox.Limits{CPUs: math.NaN()}, "1"},
+		{sandbox.Limits{CPUs: math.Inf(1), Processes: 4096}, "1"},
+	} {
+		got := py.ThreadEnvironment(tc.limits)
+		if len(got) != len(want) {
+			t.Fatalf("%+v: %q", tc.limits, got)
+		}
+		for i, kv := range got {
+			if kv != want[i]+"="+tc.n {
+				t.Errorf("%+v: %q, want %s=%s", tc.limits, kv, want[i], tc.n)
+			}
+		}
+	}
+	c, _ := Default().Lookup("c")
+	if got := c.ThreadEnvironment(sandbox.Limits{CPUs: 4}); got != nil {
+		t.Errorf("c: %q", got)
 	}
 }

@@ -124,6 +124,16 @@ func TestLanguageCheckEnv(t *testing.T) {
 	if err := lookup(t, "java").CheckEnv(map[string]string{"GOROOT": "x", "PYTHONPATH": "/workspace"}); err != nil {
 		t.Errorf("java with other languages' names: %v", err)
 	}
+	// matplotlib's variables are forced; the thread counts are the
+	// request's to set.
+	for _, name := range []string{"MPLBACKEND", "MPLCONFIGDIR", "MATPLOTLIBRC"} {
+		wantRefused(t, "python "+name, lookup(t, "python").CheckEnv(map[string]string{name: "x"}), "env."+name, "recipe")
+	}
+	for _, name := range lookup(t, "python").ThreadEnv {
+		if err := lookup(t, "python").CheckEnv(map[string]string{name: "4"}); err != nil {
+			t.Errorf("python %s: %v", name, err)
+		}
+	}
 }
 
 func TestEnvLayerMerge(t *testing.T) {

@@ -83,12 +83,33 @@ type Recipe struct {
 	// language to at least this many: a JVM starts about twenty threads
 	// before main runs.
 	MinProcesses int `yaml:"min_processes,omitempty"`
+	// ThreadEnv names the variables the language's libraries take their
+	// thread count from (OpenBLAS's OPENBLAS_NUM_THREADS, OpenMP's
+	// OMP_NUM_THREADS …), which would otherwise start a thread per host
+	// core within the run's process limit. Every run gets each set to its
+	// CPU allowance (see Language.ThreadEnvironment); unlike Env's, a
+	// request's env may set them itself, and its value wins.
+	ThreadEnv []string `yaml:"thread_env,omitempty"`
+	// TmpSeed is a cache every run finds ready in its /tmp rather than
+	// building it anew (matplotlib's font list, a second of CPU): built
+	// once per server, in a sandbox, by a run with no request in it.
+	TmpSeed *TmpSeed `yaml:"tmp_seed,omitempty"`
 	// Toolchain tells discovery how to find the toolchain on the host.
 	Toolchain Discovery `yaml:"toolchain,omitempty"`
 
 	// set records the YAML keys a decoded recipe had, so that an override
 	// can set a field to its zero value (compiled: false).
 	set map[string]bool
+}
+
+// TmpSeed is how a language's /tmp cache is made: Run, an argv like the
+// recipe's run (with {tool} and {root}), runs with the recipe's
+// environment and prints the cache file's name on its first line and its
+// content after it; every later run finds that file in /tmp/Dir. A Run
+// that fails (the library is not installed) leaves the runs without it.
+type TmpSeed struct {
+	Run []string `yaml:"run"`
+	Dir string   `yaml:"dir"`
 }
 
 // RecipeMount is a host path made visible read-only inside the sandbox.
@@ -218,6 +239,10 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 		err = v.Decode(&r.BuildCacheEnv)
 	case "min_processes":
 		err = v.Decode(&r.MinProcesses)
+	case "thread_env":
+		err = v.Decode(&r.ThreadEnv)
+	case "tmp_seed":
+		err = strictDecode(v, &r.TmpSeed)
 	case "toolchain":
 		err = strictDecode(v, &r.Toolchain)
 	default:
@@ -229,6 +254,10 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 // strictDecode decodes n into out refusing unknown keys, which Node.Decode
 // alone does not do.
 func strictDecode(n *yaml.Node, out any) error {
+	// An alias (*name) is marshalled as itself, without its anchor.
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
 	b, err := yaml.Marshal(n)
 	if err != nil {
 		return err
@@ -325,6 +354,12 @@ func merge(base, o Recipe) Recipe {
 	}
 	if o.isSet("min_processes", o.MinProcesses != 0) {
 		out.MinProcesses = o.MinProcesses
+	}
+	if o.isSet("thread_env", o.ThreadEnv != nil) {
+		out.ThreadEnv = o.ThreadEnv
+	}
+	if o.isSet("tmp_seed", o.TmpSeed != nil) {
+		out.TmpSeed = o.TmpSeed
 	}
 	if o.isSet("toolchain", !o.Toolchain.isZero()) {
 		out.Toolchain = o.Toolchain

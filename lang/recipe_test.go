@@ -153,6 +153,7 @@ func TestBadYAML(t *testing.T) {
 		{"unknown field", "c:\n  compiler: gcc\n", `unknown recipe field "compiler"`},
 		{"unknown toolchain field", "c:\n  toolchain:\n    progam: gcc\n", "field progam not found"},
 		{"unknown mount field", "c:\n  mounts: [{source: /opt/x, writable: true}]\n", "field writable not found"},
+		{"unknown seed field", "c:\n  tmp_seed: {run: [/x], dir: d, mode: rw}\n", "field mode not found"},
 		{"not a mapping", "c: [1, 2]\n", "must be a mapping"},
 		{"wrong type", "c:\n  run: 3\n", "recipe field run"},
 		{"twice", "c:\n  compile: [/x]\n  compile_command: [/y]\n", "compile is set twice"},
@@ -212,6 +213,29 @@ func TestBadRecipes(t *testing.T) {
 		{"compile env placeholder", "x", func() Recipe { r := ok(); r.CompileEnv = []string{"A={tool}"}; return r }, "languages.x.compile_env[0]: unknown placeholder"},
 		{"bad build cache env", "x", func() Recipe { r := ok(); r.BuildCacheEnv = "GO CACHE"; return r }, "languages.x.build_cache_env"},
 		{"min processes", "x", func() Recipe { r := ok(); r.MinProcesses = -1; return r }, "languages.x.min_processes: -1 is out of range"},
+		{"seed without run", "x", func() Recipe { r := ok(); r.TmpSeed = &TmpSeed{Dir: "cache"}; return r }, "languages.x.tmp_seed.run: empty"},
+		{"seed relative argv0", "x", func() Recipe { r := ok(); r.TmpSeed = &TmpSeed{Run: []string{"python3"}, Dir: "c"}; return r }, "languages.x.tmp_seed.run: [0]"},
+		{"seed placeholder", "x", func() Recipe {
+			r := ok()
+			r.TmpSeed = &TmpSeed{Run: []string{"{tool}", "{source}"}, Dir: "c"}
+			return r
+		}, "languages.x.tmp_seed.run: [1]: unknown placeholder {source}"},
+		{"seed dir escapes", "x", func() Recipe { r := ok(); r.TmpSeed = &TmpSeed{Run: []string{"{tool}"}, Dir: "../workspace"}; return r }, "languages.x.tmp_seed.dir"},
+		{"seed dir absolute", "x", func() Recipe { r := ok(); r.TmpSeed = &TmpSeed{Run: []string{"{tool}"}, Dir: "/etc"}; return r }, "languages.x.tmp_seed.dir"},
+		{"seed dir empty", "x", func() Recipe { r := ok(); r.TmpSeed = &TmpSeed{Run: []string{"{tool}"}}; return r }, "languages.x.tmp_seed.dir"},
+		{"bad thread env", "x", func() Recipe { r := ok(); r.ThreadEnv = []string{"OMP_NUM_THREADS", "A=1"}; return r }, "languages.x.thread_env[1]: \"A=1\" is not a variable name"},
+		{"thread env twice", "x", func() Recipe { r := ok(); r.ThreadEnv = []string{"N", "N"}; return r }, "languages.x.thread_env[1]: \"N\" is listed twice"},
+		{"thread env set by env", "x", func() Recipe {
+			r := ok()
+			r.Env, r.ThreadEnv = []string{"OMP_NUM_THREADS=4"}, []string{"OMP_NUM_THREADS"}
+			return r
+		}, "languages.x.thread_env[0]: \"OMP_NUM_THREADS\" is set by the sandbox or by env"},
+		{"thread env set by the sandbox", "x", func() Recipe { r := ok(); r.ThreadEnv = []string{"HOME"}; return r }, "languages.x.thread_env[0]: \"HOME\" is set by the sandbox"},
+		{"thread env is the build cache", "x", func() Recipe {
+			r := ok()
+			r.BuildCacheEnv, r.ThreadEnv = "GOCACHE", []string{"GOCACHE"}
+			return r
+		}, "languages.x.thread_env[0]: \"GOCACHE\" is build_cache_env"},
 		{"flags without compile step", "x", func() Recipe { r := ok(); r.CompilerFlags = []string{"-O"}; return r }, "languages.x.compiler_flags: set although compiled is false"},
 		{"bad flag rule", "x", func() Recipe {
 			r := ok()
@@ -347,4 +371,48 @@ func FuzzRecipeYAML(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSeedOverride: the configuration replaces a language's tmp_seed, or
+// removes it with null; an alias of another recipe's seed is that seed.
+func TestSeedOverride(t *testing.T) {
+	ov, err := decodeOverrides(t, `
+python:
+  tmp_seed: {run: ["{tool}", "-c", "print('f')"], dir: other}
+python3:
+  tmp_seed: null
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := New(ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	py, _ := tab.Lookup("python")
+	py3, _ := tab.Lookup("python3")
+	if argv, dir := py.SeedArgs(); len(argv) != 3 || argv[2] != "print('f')" || dir != "other" {
+		t.Errorf("python: %q %q", argv, dir)
+	}
+	if argv, dir := py3.SeedArgs(); argv != nil || dir != "" {
+		t.Errorf("python3 kept its seed: %q %q", argv, dir)
+	}
+	// The default table's two Pythons share one seed, through a YAML alias.
+	a, da := mustLookup(t, Default(), "python").SeedArgs()
+	b, db := mustLookup(t, Default(), "python3").SeedArgs()
+	if a == nil || da != "matplotlib" || strings.Join(a, " ") != strings.Join(b, " ") || da != db {
+		t.Errorf("default seeds: %q %q; %q %q", a, da, b, db)
+	}
+	if c := mustLookup(t, Default(), "c"); c.Recipe.TmpSeed != nil {
+		t.Errorf("c has a seed")
+	}
+}
+
+func mustLookup(t *testing.T, tab *Table, id string) *Language {
+	t.Helper()
+	l, err := tab.Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

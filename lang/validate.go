@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 // Placeholder sets: which placeholders each kind of template may use.
@@ -95,6 +97,20 @@ func (r *Recipe) validate(id string) error {
 	}
 	if r.BuildCacheEnv != "" && !envKey.MatchString(r.BuildCacheEnv) {
 		return f("build_cache_env", "%q is not a variable name", r.BuildCacheEnv)
+	}
+	if err := r.validateThreadEnv(f); err != nil {
+		return err
+	}
+	if seed := r.TmpSeed; seed != nil {
+		if len(seed.Run) == 0 {
+			return f("tmp_seed.run", "empty")
+		}
+		if err := checkArgv(seed.Run, set("tool", "root")); err != nil {
+			return f("tmp_seed.run", "%v", err)
+		}
+		if err := sandbox.ValidRelativePath(seed.Dir); err != nil {
+			return f("tmp_seed.dir", "%v", err)
+		}
 	}
 	if r.MinProcesses < 0 || r.MinProcesses > 1024 {
 		return f("min_processes", "%d is out of range 0..1024", r.MinProcesses)
@@ -319,4 +335,30 @@ func cleanAbs(p string) bool {
 // under reports whether p is dir or inside it.
 func under(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// validateThreadEnv checks thread_env: variable names, none that the
+// sandbox or the recipe itself sets (whose value would be lost, or that
+// a request could not set), none twice.
+func (r *Recipe) validateThreadEnv(f func(field, format string, args ...any) error) error {
+	for i, name := range r.ThreadEnv {
+		field := fmt.Sprintf("thread_env[%d]", i)
+		if !envKey.MatchString(name) {
+			return f(field, "%q is not a variable name", name)
+		}
+		if slices.Contains(r.ThreadEnv[:i], name) {
+			return f(field, "%q is listed twice", name)
+		}
+		for _, list := range [][]string{BaseEnvironment, r.Env, r.CompileEnv} {
+			for _, kv := range list {
+				if k, _, _ := strings.Cut(kv, "="); k == name {
+					return f(field, "%q is set by the sandbox or by env", name)
+				}
+			}
+		}
+		if name == r.BuildCacheEnv {
+			return f(field, "%q is build_cache_env", name)
+		}
+	}
+	return nil
 }

@@ -82,8 +82,8 @@ func TestExecuteSchemaMatchesDecoder(t *testing.T) {
 // arguments, as its decoder does, and lists exactly the arguments the
 // decoder takes, at the top and in each object it takes (a test case, a
 // subtask, a file, a checker or interactor), so that one added to either
-// is added to both. A test case's "expected" is the alias its decoder
-// accepts for expected_output.
+// is added to both. A test case's "expected", the alias its decoder
+// accepts for expected_output, is among the names it takes.
 func TestJudgeSchemaMatchesDecoder(t *testing.T) {
 	s, _ := newServer(t)
 	schema := s.judgeSchema()
@@ -97,7 +97,7 @@ func TestJudgeSchemaMatchesDecoder(t *testing.T) {
 		names  []string
 	}{
 		{"arguments", schema, strictjson.Names(judgeArgs{})},
-		{"test_cases", itemsOf("test_cases"), append(strictjson.Names(judge.TestCase{}), "expected")},
+		{"test_cases", itemsOf("test_cases"), strictjson.Names(judge.TestCase{})},
 		{"subtasks", itemsOf("subtasks"), strictjson.Names(judge.Subtask{})},
 		{"files", itemsOf("files"), strictjson.Names(multifile.File{})},
 		{"checker", props["checker"].(map[string]any), strictjson.Names(judge.Tool{})},

@@ -29,7 +29,8 @@
 // the SDK's schema validation, so that a bad argument is a tool error
 // (isError: true) whose message names the argument and says what is
 // allowed, the way an agent can act on; unknown arguments are refused too,
-// since they are usually a misspelling. A verdict is not a tool error: a
+// since they are usually a misspelling, named by their place in the call
+// ("test_cases[2].mode") with the names the object there takes. A verdict is not a tool error: a
 // program that fails or times out is a successful call whose result says
 // so; a request the sandbox refused, or could not run, is.
 //

@@ -376,7 +376,7 @@ func TestExecuteCodeErrors(t *testing.T) {
 		{"file bad base64", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "a", "content": "%%", "encoding": "base64"}}},
 			`argument "files[0].content": not valid base64`},
 		{"file unknown field", map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "a", "mode": 7}}},
-			`unknown argument "mode"`},
+			`unknown argument "files[0].mode" (the fields of files[0] are content, encoding, executable, path)`},
 		{"files without entry", map[string]any{"language": "python", "files": []any{map[string]any{"path": "a.py", "content": "x"}}},
 			`argument "code" is required and must not be empty, unless "files" and "entry" hold the program`},
 		{"entry not a file", map[string]any{"language": "python", "entry": "b.py", "files": []any{map[string]any{"path": "a.py", "content": "x"}}},
@@ -621,6 +621,60 @@ func TestJudgeCodeTypeErrorsNameTheArgument(t *testing.T) {
 				t.Errorf("%s %v: isError %v, text %q; want %q", tr, tc.extra, res.IsError, text(res), tc.want)
 			}
 		}
+	}
+}
+
+// TestUnknownNestedArgumentsNamedByPlace: an argument neither tool
+// takes is refused naming its place as the call wrote it, at the top and
+// in a nested object (an element of an array by its index), with the
+// names that object takes, so that the model can correct the call
+// without guessing which "mode" was wrong.
+func TestUnknownNestedArgumentsNamedByPlace(t *testing.T) {
+	s, _ := newServer(t)
+	one := map[string]any{"id": "a", "expected_output": "1"}
+	file := map[string]any{"path": "a.txt", "content": ""}
+	const (
+		testCase = "description, expected, expected_output, id, input, is_hidden, timeout_ms"
+		fileKeys = "content, encoding, executable, path"
+	)
+	for _, tc := range []struct {
+		tool  string
+		extra map[string]any
+		want  string
+	}{
+		{ToolExecuteCode, map[string]any{"limits": map[string]any{"mode": 1}},
+			`unknown argument "limits" (the arguments are args, artifacts, code, compiler_flags, entry, env, files, language, memory_limit, mode, session_id, session_ttl_seconds, stdin, timeout)`},
+		{ToolExecuteCode, map[string]any{"files": []any{file, map[string]any{"path": "b", "mode": "0755"}}},
+			`unknown argument "files[1].mode" (the fields of files[1] are ` + fileKeys + `)`},
+		{ToolExecuteCode, map[string]any{"artifacts": map[string]any{"include_content": true, "max": 10}},
+			`unknown argument "artifacts.max" (the fields of artifacts are include_content, max_bytes)`},
+		{ToolJudgeCode, map[string]any{"time_limit": 1},
+			`unknown argument "time_limit" (the arguments are args, checker, code, compare, compiler_flags, entry, env, files, interactor, language, memory_limit_mb, request_id, subtasks, test_cases, timeout_ms, total_timeout_ms)`},
+		{ToolJudgeCode, map[string]any{"test_cases": []any{one, one, map[string]any{"expected": "1", "mode": "exact"}}},
+			`unknown argument "test_cases[2].mode" (the fields of test_cases[2] are ` + testCase + `)`},
+		{ToolJudgeCode, map[string]any{"subtasks": []any{map[string]any{"id": "s", "points": 1, "tests": []any{"a"}, "weight": 2}}},
+			`unknown argument "subtasks[0].weight" (the fields of subtasks[0] are id, points, policy, stop_at_first_failure, tests)`},
+		{ToolJudgeCode, map[string]any{"files": []any{file, map[string]any{"path": "b", "mode": "0755"}}},
+			`unknown argument "files[1].mode" (the fields of files[1] are ` + fileKeys + `)`},
+		{ToolJudgeCode, map[string]any{"interactor": map[string]any{"language": "python", "code": "x", "mode": "strict"}},
+			`unknown argument "interactor.mode" (the fields of interactor are code, language)`},
+	} {
+		args := map[string]any{"language": "python", "code": "echo"}
+		if tc.tool == ToolJudgeCode {
+			args["test_cases"] = []any{one}
+		}
+		maps.Copy(args, tc.extra)
+		for _, tr := range transports {
+			cs := connect(t, s, tr, nil)
+			if res := call(t, cs, tc.tool, args); !res.IsError || text(res) != tc.want {
+				t.Errorf("%s %s %v: isError %v, text %q; want %q", tr, tc.tool, tc.extra, res.IsError, text(res), tc.want)
+			}
+		}
+	}
+	// A tool that takes no arguments says so.
+	cs := connect(t, s, "memory", nil)
+	if res := call(t, cs, ToolListLanguages, map[string]any{"all": true}); !res.IsError || text(res) != `unknown argument "all" (the tool takes no arguments)` {
+		t.Errorf("list_languages: isError %v, text %q", res.IsError, text(res))
 	}
 }
 

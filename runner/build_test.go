@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coderunner/coderunner/internal/testutil"
+	"github.com/coderunner/coderunner/judge"
 	"github.com/coderunner/coderunner/lang"
 	"github.com/coderunner/coderunner/sandbox"
 	"github.com/coderunner/coderunner/sandbox/sandboxtest"
@@ -83,5 +85,62 @@ func TestBuildInterpreted(t *testing.T) {
 	}
 	if p.Compiled() || p.Source() != "/workspace/main.py" {
 		t.Errorf("compiled %v, source %q", p.Compiled(), p.Source())
+	}
+}
+
+// TestThreadCountsInTheRunEnvironment: a Python run tells numpy's BLAS
+// and OpenMP its CPU allowance (1 for the default half core, 2 for two
+// cores), unless the request sets a count itself, whose value is then
+// the only one in the environment.
+func TestThreadCountsInTheRunEnvironment(t *testing.T) {
+	langs := lang.Default()
+	py, _ := langs.Lookup("python")
+	b := NewBuilder(compiler(nil), langs, BuilderOptions{})
+	err := b.Check(context.Background(), py)
+	testutil.Require(t, err == nil, fmt.Sprintf("no Python: %v", err))
+	count := func(env []string, name string) []string {
+		var out []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, name+"=") {
+				out = append(out, kv)
+			}
+		}
+		return out
+	}
+	p, _, err := b.Build(context.Background(), py, "print(1)", BuildOptions{Workspace: "/host/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		limits sandbox.Limits
+		want   string
+	}{{sandbox.Limits{}, "1"}, {sandbox.Limits{CPUs: 2}, "2"}} {
+		env := p.Spec(nil, tc.limits).Env
+		for _, name := range py.ThreadEnv {
+			if got := count(env, name); !slices.Equal(got, []string{name + "=" + tc.want}) {
+				t.Errorf("%+v: %s is %q, want %s", tc.limits, name, got, tc.want)
+			}
+		}
+		if !slices.Contains(env, "MPLBACKEND=Agg") {
+			t.Errorf("%+v: env %q without the recipe's own", tc.limits, env)
+		}
+	}
+	p, _, err = b.Build(context.Background(), py, "print(1)", BuildOptions{Workspace: "/host/ws",
+		Options: judge.ProgramOptions{Env: map[string]string{"OPENBLAS_NUM_THREADS": "3"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := p.Spec(nil, sandbox.Limits{CPUs: 2}).Env
+	if got := count(env, "OPENBLAS_NUM_THREADS"); !slices.Equal(got, []string{"OPENBLAS_NUM_THREADS=3"}) {
+		t.Errorf("the request's count: %q", got)
+	}
+	if got := count(env, "OMP_NUM_THREADS"); !slices.Equal(got, []string{"OMP_NUM_THREADS=2"}) {
+		t.Errorf("a count the request left: %q", got)
+	}
+	// matplotlib's variables stay the recipe's.
+	_, _, err = b.Build(context.Background(), py, "print(1)", BuildOptions{Workspace: "/host/ws",
+		Options: judge.ProgramOptions{Env: map[string]string{"MPLCONFIGDIR": "/workspace"}}})
+	if err == nil {
+		t.Error("a request's MPLCONFIGDIR was taken")
 	}
 }

@@ -121,11 +121,16 @@ func (p *Program) Spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 func (p *Program) spec(stdin []byte, limits sandbox.Limits) *sandbox.Spec {
 	l := p.lang
 	memMB := int(limits.WithDefaults().Memory / sandbox.MiB)
+	runLimits := l.RunLimits(limits)
 	spec := &sandbox.Spec{
-		Env:    lang.Environment(l.Env, p.env),
+		// The request's env after the thread counts: a request that sets
+		// one knows its program's threads better than its limits do.
+		Env:    lang.Environment(l.Env, l.ThreadEnvironment(runLimits), p.env),
 		Dir:    sandbox.WorkspaceDir,
 		Mounts: slices.Clone(l.Mounts),
-		Limits: l.RunLimits(limits),
+		Limits: runLimits,
+		// A cache the runtime would build in each run (see PrepareSeeds).
+		TmpFiles: p.b.tmpFiles(l),
 	}
 	vars := p.place.Vars(sandbox.WorkspaceDir)
 	vars.MemoryMB = memMB

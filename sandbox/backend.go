@@ -54,6 +54,20 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
+// TmpFiler is implemented by backends that place Spec.TmpFiles (native
+// and bwrap, whose programs run the host's own toolchains): a caller
+// hands a run a ready cache only where it will be there.
+type TmpFiler interface {
+	// PlacesTmpFiles reports whether Run places Spec.TmpFiles.
+	PlacesTmpFiles() bool
+}
+
+// PlacesTmpFiles reports whether b places Spec.TmpFiles.
+func PlacesTmpFiles(b Backend) bool {
+	tf, ok := b.(TmpFiler)
+	return ok && tf.PlacesTmpFiles()
+}
+
 // Reuser is implemented by backends that can run programs one after
 // another in one sandbox, which saves creating and tearing down the
 // sandbox per run: the tests of one solution, above all.

@@ -60,6 +60,14 @@ type Spec struct {
 	// Files are written into the workspace before the program starts.
 	Files []File
 
+	// TmpFiles are written into the run's own /tmp before the program
+	// starts (File.Path relative to TmpDir), owned by the program's user:
+	// a cache its runtime would otherwise build in every run, which the
+	// run may change or delete without any other run seeing it. Only
+	// backends that say so (TmpFiler) place them; others refuse a spec
+	// that has some.
+	TmpFiles []File
+
 	// Inspect, when set on a run without a Workspace, is called with the
 	// root of the run's private workspace, open read-only, once the
 	// program and everything it started can no longer write there, and

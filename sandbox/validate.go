@@ -69,23 +69,40 @@ func (s *Spec) Validate() error {
 	if s.Workspace != "" && !isCleanAbs(s.Workspace) {
 		return fmt.Errorf("%w: Workspace %q is not a clean absolute path", ErrInvalidSpec, s.Workspace)
 	}
-	if len(s.Files) > MaxFiles {
-		return fmt.Errorf("%w: %d Files, more than %d", ErrInvalidSpec, len(s.Files), MaxFiles)
+	if len(s.Files)+len(s.TmpFiles) > MaxFiles {
+		return fmt.Errorf("%w: %d Files and TmpFiles, more than %d", ErrInvalidSpec, len(s.Files)+len(s.TmpFiles), MaxFiles)
 	}
 	size := 0
-	for i, f := range s.Files {
+	for _, set := range []struct {
+		name  string
+		files []File
+	}{{"Files", s.Files}, {"TmpFiles", s.TmpFiles}} {
+		n, err := validFiles(set.name, set.files)
+		if err != nil {
+			return err
+		}
+		size += n
+	}
+	if size > MaxFilesBytes {
+		return fmt.Errorf("%w: Files and TmpFiles hold %d bytes, more than %d", ErrInvalidSpec, size, MaxFilesBytes)
+	}
+	return s.Limits.Validate()
+}
+
+// validFiles checks the files of the spec's field name and returns the
+// size of their contents.
+func validFiles(name string, files []File) (int, error) {
+	size := 0
+	for i, f := range files {
 		if err := ValidRelativePath(f.Path); err != nil {
-			return fmt.Errorf("%w: Files[%d].Path: %w", ErrInvalidSpec, i, err)
+			return 0, fmt.Errorf("%w: %s[%d].Path: %w", ErrInvalidSpec, name, i, err)
 		}
 		if f.Mode&^0o777 != 0 {
-			return fmt.Errorf("%w: Files[%d].Mode %v has bits other than permissions", ErrInvalidSpec, i, f.Mode)
+			return 0, fmt.Errorf("%w: %s[%d].Mode %v has bits other than permissions", ErrInvalidSpec, name, i, f.Mode)
 		}
 		size += len(f.Content)
 	}
-	if size > MaxFilesBytes {
-		return fmt.Errorf("%w: Files hold %d bytes, more than %d", ErrInvalidSpec, size, MaxFilesBytes)
-	}
-	return s.Limits.Validate()
+	return size, nil
 }
 
 // Target is the path of the mount inside the sandbox.

@@ -40,6 +40,21 @@ func TestSpecValidate(t *testing.T) {
 		{"file absolute", func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} }, "Files[0].Path"},
 		{"file unclean", func(s *Spec) { s.Files = []File{{Path: "a//b"}} }, "Files[0].Path"},
 		{"file mode", func(s *Spec) { s.Files = []File{{Path: "a", Mode: 0o4755}} }, "Files[0].Mode"},
+		{"tmp file", func(s *Spec) { s.TmpFiles = []File{{Path: "matplotlib/fontlist.json", Content: []byte("{}")}} }, ""},
+		{"tmp file escapes", func(s *Spec) { s.TmpFiles = []File{{Path: "a"}, {Path: "../workspace/x"}} }, "TmpFiles[1].Path"},
+		{"tmp file absolute", func(s *Spec) { s.TmpFiles = []File{{Path: "/tmp/x"}} }, "TmpFiles[0].Path"},
+		{"tmp file mode", func(s *Spec) { s.TmpFiles = []File{{Path: "a", Mode: 0o2755}} }, "TmpFiles[0].Mode"},
+		{"files and tmp files too many", func(s *Spec) {
+			s.Files = make([]File, MaxFiles/2+1)
+			for i := range s.Files {
+				s.Files[i].Path = "f" + strings.Repeat("x", i)
+			}
+			s.TmpFiles = s.Files
+		}, "Files and TmpFiles, more than"},
+		{"files and tmp files too large", func(s *Spec) {
+			s.Files = []File{{Path: "a", Content: make([]byte, MaxFilesBytes/2+1)}}
+			s.TmpFiles = s.Files
+		}, "Files and TmpFiles hold"},
 		{"memory", func(s *Spec) { s.Limits.Memory = 1 }, "Memory"},
 		{"wall", func(s *Spec) { s.Limits.WallTime = 2 * MaxWallTime }, "WallTime"},
 		{"processes", func(s *Spec) { s.Limits.Processes = MaxProcesses + 1 }, "Processes"},

@@ -89,6 +89,11 @@ type Options struct {
 	// CacheDir holds the judge's compile cache; empty means the runner's
 	// default.
 	CacheDir string
+	// TmpSeeds builds, in the background once the parts are open, the
+	// caches the languages' runs then find ready in /tmp (matplotlib's
+	// font list; see runner.Builder.PrepareSeeds), for long-lived
+	// callers: a one-shot command would spend more on it than it saves.
+	TmpSeeds bool
 }
 
 // Parts are what Open built. The fields of the parts not asked for are
@@ -120,6 +125,10 @@ type Parts struct {
 	ownsBackend bool
 	closeOnce   sync.Once
 	closeErr    error
+	// stopSeeds ends the building of Options.TmpSeeds, seedsDone says
+	// it is over.
+	stopSeeds context.CancelFunc
+	seedsDone chan struct{}
 }
 
 // Open builds the parts opts asks for from the configuration, in this
@@ -194,7 +203,35 @@ func Open(ctx context.Context, opts Options) (_ *Parts, retErr error) {
 			SandboxPerTest: cfg.Backend.SandboxPerTest,
 		})
 	}
+	if opts.TmpSeeds && p.BackendErr == nil {
+		p.prepareSeeds()
+	}
 	return p, nil
+}
+
+// prepareSeeds builds the languages' /tmp seeds in the background: the
+// builders of the parts share them, since they share the backend.
+func (p *Parts) prepareSeeds() {
+	ctx, stop := context.WithCancel(context.Background())
+	p.stopSeeds, p.seedsDone = stop, make(chan struct{})
+	b := runner.NewBuilder(p.Backend, p.Languages, runner.BuilderOptions{Logger: p.Logger})
+	go func() {
+		defer close(p.seedsDone)
+		if err := b.PrepareSeeds(ctx); err != nil && ctx.Err() == nil {
+			p.Logger.Info("a language's runs build their /tmp cache themselves", "error", err)
+		}
+	}()
+}
+
+// SeedsReady is closed once the building of Options.TmpSeeds is over (at
+// once without it).
+func (p *Parts) SeedsReady() <-chan struct{} {
+	if p.seedsDone == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return p.seedsDone
 }
 
 // openBackend opens the backend opts names, or with KeepGoing stands in
@@ -226,6 +263,10 @@ func (p *Parts) openBackend(ctx context.Context, opts Options) error {
 // when Open opened it. It is safe to call more than once.
 func (p *Parts) Close() error {
 	p.closeOnce.Do(func() {
+		if p.stopSeeds != nil {
+			p.stopSeeds()
+			<-p.seedsDone
+		}
 		var errs []error
 		if p.Sessions != nil {
 			errs = append(errs, p.Sessions.Close())

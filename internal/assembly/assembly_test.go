@@ -248,3 +248,58 @@ func TestJudgeWithoutEngine(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// TestOpenTmpSeeds: asked for, the languages' /tmp seeds are built in
+// the background on the backend the parts share, and the executor's runs
+// get them once built; Close waits for a build under way, cancelling it.
+func TestOpenTmpSeeds(t *testing.T) {
+	py, _ := lang.Default().Lookup("python")
+	testutil.Require(t, py.Discover(context.Background()).Available, "no Python")
+	b := newCloser(t)
+	b.Default = sandboxtest.Returns(sandbox.Result{Status: sandbox.StatusOK, Stdout: []byte("fontlist-v1.json\n{}")})
+	p, err := Open(context.Background(), Options{Config: testConfig(t), Sandbox: b, Executor: true, TmpSeeds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.SeedsReady()
+	if b.Runs() != 1 || !strings.Contains(strings.Join(b.Last().Args, " "), "fontlist") {
+		t.Fatalf("%d runs, the last %q: want the seed's", b.Runs(), b.Last().Args)
+	}
+	res, err := p.Executor.Execute(context.Background(), execute.Request{Language: "python", Code: "print(1)"})
+	if err != nil || res.Status != execute.StatusSuccess {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if files := b.Last().TmpFiles; len(files) != 1 || files[0].Path != "matplotlib/fontlist-v1.json" {
+		t.Errorf("the run's TmpFiles: %v", files)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A build under way when the parts close is cancelled, and waited for.
+	b = newCloser(t)
+	b.Default = sandboxtest.Blocks
+	p, err = Open(context.Background(), Options{Config: testConfig(t), Sandbox: b, TmpSeeds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.SeedsReady():
+	default:
+		t.Fatal("Close returned before the seed's build ended")
+	}
+	// Without the option nothing is built.
+	b = newCloser(t)
+	p, err = Open(context.Background(), Options{Config: testConfig(t), Sandbox: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.SeedsReady()
+	_ = p.Close()
+	if b.Runs() != 0 {
+		t.Errorf("%d runs without TmpSeeds", b.Runs())
+	}
+}

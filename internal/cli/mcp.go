@@ -42,7 +42,7 @@ func (a *App) mcpCmd(ctx context.Context, args []string) int {
 	// agent why.
 	parts, err := assembly.Open(ctx, assembly.Options{
 		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Warm: 1, KeepGoing: true,
-		Executor: true, Sessions: true, Engine: true,
+		Executor: true, Sessions: true, Engine: true, TmpSeeds: true,
 	})
 	if err != nil {
 		return a.fail("mcp", "%v", err)

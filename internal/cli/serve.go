@@ -153,7 +153,7 @@ func (a *App) serveCmd(ctx context.Context, args []string) int {
 func (a *App) serveParts(ctx context.Context, c *common, cfg *config.Config, langs *lang.Table, log *slog.Logger) (*assembly.Parts, bool) {
 	parts, err := assembly.Open(ctx, assembly.Options{
 		Config: cfg, Logger: log, Registry: a.Registry, Backend: c.backend, Languages: langs, Warm: warmSandboxes,
-		Invoker: true, Executor: true, Sessions: true, Engine: true,
+		Invoker: true, Executor: true, Sessions: true, Engine: true, TmpSeeds: true,
 	})
 	var pe *assembly.Error
 	switch {

@@ -25,6 +25,15 @@ type UnknownFieldError struct {
 	// Path is the field's place in the document: object keys joined by
 	// dots, array elements as [i] ("limits.memory", "test_cases[0].out").
 	Path string
+	// Object is the place of the object that holds the field, as Path
+	// ("test_cases[0]"; "" for the document itself).
+	Object string
+	// Known lists, sorted, the names the object that holds the field
+	// takes (as Names does), for a message that tells the client what
+	// it may write there. Nil when the field's place was not found (it
+	// sits in a type decoded by a method of its own under another
+	// name): Path is then the name alone and Object means nothing.
+	Known []string
 }
 
 func (e *UnknownFieldError) Error() string {
@@ -100,8 +109,8 @@ func Explain(err error, doc []byte, v any) error {
 	if !ok {
 		return err
 	}
-	if path, found := find(doc, reflect.TypeOf(v), name, ""); found {
-		return &UnknownFieldError{Path: path}
+	if e := find(doc, reflect.TypeOf(v), name, ""); e != nil {
+		return e
 	}
 	return &UnknownFieldError{Path: join("", name)}
 }
@@ -163,9 +172,10 @@ func embedded(t reflect.Type, name string) (reflect.Type, bool) {
 	return f.Type, true
 }
 
-// find returns the path of the first key called name (in document order
-// of the objects, keys sorted within one) that the type t does not have.
-func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
+// find returns the first key called name (in document order of the
+// objects, keys sorted within one) that the type t does not have, nil
+// if there is none.
+func find(doc []byte, t reflect.Type, name, path string) *UnknownFieldError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -173,46 +183,46 @@ func find(doc []byte, t reflect.Type, name, path string) (string, bool) {
 	case reflect.Struct:
 		obj, keys, ok := object(doc)
 		if !ok {
-			return "", false
+			return nil
 		}
-		fields := fieldsOf(t)
+		fields, aliases := fieldsOf(t), aliasesOf(t)
 		for _, k := range keys {
 			ft, known := lookup(fields, k)
 			if !known {
-				if k == name {
-					return join(path, k), true
+				if k == name && !slices.ContainsFunc(aliases, func(a string) bool { return strings.EqualFold(a, k) }) {
+					return &UnknownFieldError{Path: join(path, k), Object: path, Known: names(t)}
 				}
 				continue
 			}
-			if p, ok := find(obj[k], ft, name, join(path, k)); ok {
-				return p, true
+			if e := find(obj[k], ft, name, join(path, k)); e != nil {
+				return e
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {
-			return "", false
+			return nil
 		}
 		var elems []json.RawMessage
 		if json.Unmarshal(doc, &elems) != nil {
-			return "", false
+			return nil
 		}
 		for i, e := range elems {
-			if p, ok := find(e, t.Elem(), name, fmt.Sprintf("%s[%d]", path, i)); ok {
-				return p, true
+			if e := find(e, t.Elem(), name, fmt.Sprintf("%s[%d]", path, i)); e != nil {
+				return e
 			}
 		}
 	case reflect.Map:
 		obj, keys, ok := object(doc)
 		if !ok {
-			return "", false
+			return nil
 		}
 		for _, k := range keys {
-			if p, ok := find(obj[k], t.Elem(), name, join(path, k)); ok {
-				return p, true
+			if e := find(obj[k], t.Elem(), name, join(path, k)); e != nil {
+				return e
 			}
 		}
 	}
-	return "", false
+	return nil
 }
 
 // object decodes doc as a JSON object: its members and their keys in
@@ -294,18 +304,41 @@ func lookup(fields []field, key string) (reflect.Type, bool) {
 	return t, ok
 }
 
+// Aliased is a struct type whose own UnmarshalJSON takes names besides
+// its fields' (another name for one of them), which Names and
+// UnknownFieldError.Known then list too.
+type Aliased interface {
+	JSONAliases() []string
+}
+
 // Names lists the JSON field names of the struct v points to (or is), as
-// a decoder of it accepts them: for checks that a document describing a
-// request (an OpenAPI schema, a tool schema) names the same fields.
+// a decoder of it accepts them (an Aliased type's aliases among them):
+// for checks that a document describing a request (an OpenAPI schema, a
+// tool schema) names the same fields.
 func Names(v any) []string {
-	t := reflect.TypeOf(v)
+	return names(reflect.TypeOf(v))
+}
+
+func names(t reflect.Type) []string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	var names []string
+	out := aliasesOf(t)
 	for _, f := range fieldsOf(t) {
-		names = append(names, f.name)
+		out = append(out, f.name)
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// aliasesOf is what an Aliased t (or *t) gives, a new slice.
+func aliasesOf(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	a, ok := reflect.New(t).Interface().(Aliased)
+	if !ok {
+		return []string{}
+	}
+	return slices.Clone(a.JSONAliases())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,9 @@ func (tc *testCase) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// JSONAliases names the alias UnmarshalJSON takes.
+func (*testCase) JSONAliases() []string { return []string{"expected"} }
+
 type request struct {
 	Language string            `json:"language"`
 	Limits   limits            `json:"limits"`
@@ -51,6 +55,8 @@ type request struct {
 	Metadata map[string]any    `json:"metadata"`
 	Event    json.RawMessage   `json:"event"`
 	Matrix   [][]int           `json:"matrix"`
+	// Updates sorts after test_cases, whose alias is no field of limits.
+	Updates []limits `json:"updates"`
 }
 
 func decode(doc string) error {
@@ -85,6 +91,47 @@ func TestUnknownFieldsNamedByPath(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.path) {
 			t.Errorf("%s: the message %q does not name %s", tc.doc, err, tc.path)
 		}
+	}
+}
+
+// TestUnknownFieldsTellTheirObject: an unknown field comes with the
+// place of the object that holds it and the names that object takes, at
+// the top of the document and beneath it, an alias of a type's own
+// decoding among them, so that a message can say what to write instead.
+func TestUnknownFieldsTellTheirObject(t *testing.T) {
+	lim := []string{"memory_limit", "time_limit"}
+	for _, tc := range []struct {
+		doc, path, object string
+		known             []string
+	}{
+		{`{"language":"c","lang":"c"}`, "lang", "", Names(request{})},
+		{`{"limits":{"time_limit":1,"memory":5}}`, "limits.memory", "limits", lim},
+		{`{"test_cases":[{},{"checker":1}]}`, "test_cases[1].checker", "test_cases[1]", []string{"expected", "expected_output", "id", "input"}},
+		{`{"env":{"A":{},"B":{"cpu":2}}}`, "env.B.cpu", "env.B", lim},
+		{`{"env":{"x.y":{"q":1}}}`, `env["x.y"].q`, `env["x.y"]`, lim},
+		// The alias a test case takes is no unknown field of the test
+		// case, whatever its case, when limits refuses it.
+		{`{"test_cases":[{"expected":"1"}],"updates":[{"expected":2}]}`, "updates[0].expected", "updates[0]", lim},
+		{`{"test_cases":[{"Expected":"1"}],"updates":[{"Expected":2}]}`, "updates[0].Expected", "updates[0]", lim},
+	} {
+		err := decode(tc.doc)
+		var ue *UnknownFieldError
+		if !errors.As(err, &ue) {
+			t.Errorf("%s: %v, want an unknown field", tc.doc, err)
+			continue
+		}
+		if ue.Path != tc.path || ue.Object != tc.object || !slices.Equal(ue.Known, tc.known) {
+			t.Errorf("%s: path %q, object %q, known %v; want %q, %q, %v", tc.doc, ue.Path, ue.Object, ue.Known, tc.path, tc.object, tc.known)
+		}
+	}
+	if got := Names(testCase{}); !slices.Contains(got, "expected") || !slices.Contains(got, "id") {
+		t.Errorf("Names(testCase) = %v, without the alias or the embedded field", got)
+	}
+	// A field whose place is not found is named alone, with no list.
+	err := Explain(errors.New(`json: unknown field "ghost"`), []byte(`{}`), &request{})
+	var ue *UnknownFieldError
+	if !errors.As(err, &ue) || ue.Path != "ghost" || ue.Known != nil {
+		t.Errorf("not found: %#v", err)
 	}
 }
 

@@ -29,8 +29,9 @@ type plan struct {
 	// its own.
 	workspace, tmp, shm string
 	// fileFDs are the descriptors holding spec.Files, one each, when
-	// bwrap makes the private workspace itself.
-	fileFDs []int
+	// bwrap makes the private workspace itself; tmpFDs those holding
+	// spec.TmpFiles when it makes /tmp.
+	fileFDs, tmpFDs []int
 	// seccompFD, statusFD and blockFD are bwrap's --seccomp,
 	// --json-status-fd and --block-fd.
 	seccompFD, statusFD, blockFD int
@@ -94,6 +95,12 @@ func (p *plan) args() ([]string, error) {
 	a = append(a, "--dev", "/dev", "--proc", "/proc", "--perms", "0555", "--size", "4096", "--tmpfs", "/proc/1")
 	a = p.scratch(a, p.shm, "/dev/shm", lim.TmpSize, "1777")
 	a = p.scratch(a, p.tmp, sandbox.TmpDir, lim.TmpSize, "1777")
+	if p.tmp == "" {
+		var err error
+		if a, err = copyIn(a, sandbox.TmpDir, s.TmpFiles, p.tmpFDs); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case s.Workspace != "":
 		a = append(a, "--bind", s.Workspace, sandbox.WorkspaceDir)
@@ -102,18 +109,9 @@ func (p *plan) args() ([]string, error) {
 		a = append(a, "--bind", p.workspace, sandbox.WorkspaceDir)
 	default:
 		a = append(a, "--perms", "0755", "--size", strconv.FormatInt(lim.WorkspaceSize, 10), "--tmpfs", sandbox.WorkspaceDir)
-		if len(p.fileFDs) != len(s.Files) {
-			return nil, fmt.Errorf("%w: %d descriptors for %d files", sandbox.ErrSetup, len(p.fileFDs), len(s.Files))
-		}
-		for _, dir := range parents(s.Files) {
-			a = append(a, "--perms", "0755", "--dir", path.Join(sandbox.WorkspaceDir, dir))
-		}
-		for i, f := range s.Files {
-			mode := f.Mode.Perm()
-			if mode == 0 {
-				mode = 0o644
-			}
-			a = append(a, "--perms", fmt.Sprintf("%04o", mode), "--file", strconv.Itoa(p.fileFDs[i]), path.Join(sandbox.WorkspaceDir, f.Path))
+		var err error
+		if a, err = copyIn(a, sandbox.WorkspaceDir, s.Files, p.fileFDs); err != nil {
+			return nil, err
 		}
 	}
 	// Nothing of the root, /etc or /dev is writable; /dev/shm, /tmp and
@@ -143,6 +141,25 @@ func (p *plan) scratch(a []string, host, target string, size int64, perms string
 		return append(a, "--bind", host, target)
 	}
 	return append(a, "--perms", perms, "--size", strconv.FormatInt(size, 10), "--tmpfs", target)
+}
+
+// copyIn has bwrap copy files beneath dir, a tmpfs it made, from the
+// descriptors fds (one each), their directories first.
+func copyIn(a []string, dir string, files []sandbox.File, fds []int) ([]string, error) {
+	if len(fds) != len(files) {
+		return nil, fmt.Errorf("%w: %d descriptors for %d files", sandbox.ErrSetup, len(fds), len(files))
+	}
+	for _, d := range parents(files) {
+		a = append(a, "--perms", "0755", "--dir", path.Join(dir, d))
+	}
+	for i, f := range files {
+		mode := f.Mode.Perm()
+		if mode == 0 {
+			mode = 0o644
+		}
+		a = append(a, "--perms", fmt.Sprintf("%04o", mode), "--file", strconv.Itoa(fds[i]), path.Join(dir, f.Path))
+	}
+	return a, nil
 }
 
 // parents lists the directories the files need, parents first.

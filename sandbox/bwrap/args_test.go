@@ -133,6 +133,36 @@ func TestArgsFileCountMismatch(t *testing.T) {
 	if _, err := p.args(); err == nil {
 		t.Fatal("one descriptor for two files was accepted")
 	}
+	p = testPlan()
+	p.spec.TmpFiles = []sandbox.File{{Path: "a"}}
+	if _, err := p.args(); err == nil {
+		t.Fatal("no descriptor for a file of /tmp was accepted")
+	}
+}
+
+// A spec's files of /tmp: copied in by bwrap after it made /tmp (and
+// before the read-only remounts), or, where the backend made /tmp on the
+// host and wrote them there, not passed at all.
+func TestArgsTmpFiles(t *testing.T) {
+	p := testPlan()
+	p.spec.TmpFiles = []sandbox.File{{Path: "matplotlib/fontlist.json"}}
+	p.tmpFDs = []int{8}
+	args, err := p.args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := []string{"--tmpfs", "/tmp"}
+	dir := []string{"--perms", "0755", "--dir", "/tmp/matplotlib"}
+	file := []string{"--perms", "0644", "--file", "8", "/tmp/matplotlib/fontlist.json"}
+	for _, pair := range [][2][]string{{tmp, dir}, {dir, file}, {file, {"--remount-ro", "/"}}} {
+		if ia, ib := index(args, pair[0]...), index(args, pair[1]...); ia < 0 || ib < 0 || ia > ib {
+			t.Errorf("%q must come before %q in\n%s", pair[0], pair[1], strings.Join(args, " "))
+		}
+	}
+	p.tmp, p.tmpFDs = "/run/x/run-1/tmp", nil
+	if args, _ = p.args(); index(args, "/tmp/matplotlib/fontlist.json") >= 0 {
+		t.Errorf("a file of /tmp is passed to bwrap though the backend wrote it: %q", args)
+	}
 }
 
 func TestParseInfo(t *testing.T) {

@@ -206,6 +206,12 @@ func findBwrap(p string) (string, error) {
 // Name returns "bwrap".
 func (b *Backend) Name() string { return "bwrap" }
 
+// PlacesTmpFiles reports that Run places Spec.TmpFiles. See
+// sandbox.TmpFiler.
+func (b *Backend) PlacesTmpFiles() bool { return true }
+
+var _ sandbox.TmpFiler = (*Backend)(nil)
+
 // Probe runs a trivial program and reports what the backend uses here.
 func (b *Backend) Probe(ctx context.Context) sandbox.Report {
 	r := sandbox.Report{Backend: b.Name(), Available: true, Warnings: append([]string(nil), b.warnings...)}

@@ -238,7 +238,8 @@ func (r *run) execute(ctx context.Context) (*sandbox.Result, error) {
 // the parent's ends of their pipes.
 type bwrapFDs struct {
 	// extra are bwrap's descriptors 3 and up: the filter, the status
-	// pipe, the block pipe, then the files of a private workspace.
+	// pipe, the block pipe, then the files of a private workspace and
+	// those of /tmp.
 	extra           []*os.File
 	filterW, blockW *os.File
 	statusR         *os.File
@@ -263,15 +264,27 @@ func (r *run) descriptors(p *plan) (*bwrapFDs, error) {
 	fds.filterW, fds.statusR, fds.blockW = filterW, statusR, blockW
 	fds.extra = []*os.File{filterR, statusW, blockR}
 	p.seccompFD, p.statusFD, p.blockFD = 3, 4, 5
-	if s.Workspace == "" && p.workspace == "" {
-		for _, f := range s.Files {
+	// Files of a scratch mount bwrap makes itself: it copies them in.
+	give := func(files []sandbox.File, to *[]int) error {
+		for _, f := range files {
 			mf, err := memfd(f.Path, f.Content)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			r.child = append(r.child, mf)
-			p.fileFDs = append(p.fileFDs, 3+len(fds.extra))
+			*to = append(*to, 3+len(fds.extra))
 			fds.extra = append(fds.extra, mf)
+		}
+		return nil
+	}
+	if s.Workspace == "" && p.workspace == "" {
+		if err := give(s.Files, &p.fileFDs); err != nil {
+			return nil, err
+		}
+	}
+	if p.tmp == "" {
+		if err := give(s.TmpFiles, &p.tmpFDs); err != nil {
+			return nil, err
 		}
 	}
 	return fds, nil
@@ -519,6 +532,9 @@ func (r *run) prepare(p *plan) error {
 	}
 	if p.tmp, err = mk("tmp", lim.TmpSize, "1777"); err != nil {
 		return err
+	}
+	if err := hostws.Prepare(p.tmp, s.TmpFiles, r.uid, true); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrSetup, err)
 	}
 	if p.shm, err = mk("shm", lim.TmpSize, "1777"); err != nil {
 		return err

@@ -60,6 +60,11 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err != nil {
 		return nil, err
 	}
+	if len(s.TmpFiles) > 0 {
+		// The engine copies nothing into a tmpfs: a cache meant for /tmp
+		// would land beneath it, unseen.
+		return nil, fmt.Errorf("%w: the docker backend places no TmpFiles", sandbox.ErrInvalidSpec)
+	}
 	if err := hostws.Capped(s); err != nil {
 		return nil, err
 	}

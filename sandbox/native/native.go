@@ -280,6 +280,12 @@ func (b *Backend) Name() string { return "native" }
 // private workspace. See sandbox.WorkspaceInspector.
 func (b *Backend) InspectsWorkspace() bool { return true }
 
+// PlacesTmpFiles reports that Run places Spec.TmpFiles. See
+// sandbox.TmpFiler.
+func (b *Backend) PlacesTmpFiles() bool { return true }
+
+var _ sandbox.TmpFiler = (*Backend)(nil)
+
 func stateDir(dir string, privileged bool) (string, error) {
 	if dir != "" {
 		return dir, nil

@@ -408,26 +408,13 @@ func (r *run) plan() error {
 			return err
 		}
 	} else {
-		made := map[string]bool{}
-		for _, f := range s.Files {
-			for dir := path.Dir(f.Path); dir != "."; dir = path.Dir(dir) {
-				made[dir] = true
-			}
-		}
-		for _, dir := range sortedKeys(made) {
-			w.mkdir(path.Join(sandbox.WorkspaceDir, dir), 0o755, uid, uid)
-		}
-		for _, f := range s.Files {
-			mode := uint32(f.Mode.Perm())
-			if mode == 0 {
-				mode = 0o644
-			}
-			w.file(path.Join(sandbox.WorkspaceDir, f.Path), f.Content, mode, uid, uid)
-		}
+		r.files(sandbox.WorkspaceDir, s.Files, uid)
 	}
 	if r.inspects() {
 		w.op(nsinit.OpSendWorkspace, sandbox.WorkspaceDir)
 	}
+	// The run's /tmp is its own, made anew: its files too.
+	r.files(sandbox.TmpDir, s.TmpFiles, uid)
 	w.op(nsinit.OpUser, strconv.Itoa(uid), strconv.Itoa(uid))
 	if s.Stdin == nil {
 		w.op(nsinit.OpStdinNull)
@@ -445,6 +432,29 @@ func (r *run) plan() error {
 		return fmt.Errorf("%w: sandbox setup is %d bytes, more than %d", sandbox.ErrInvalidSpec, size, limit)
 	}
 	return nil
+}
+
+// files writes files beneath dir, the run's /workspace or /tmp, which
+// the init has just made (in a kept sandbox, the run's own), owned by the
+// program's user.
+func (r *run) files(dir string, files []sandbox.File, uid int) {
+	w := &r.setup
+	made := map[string]bool{}
+	for _, f := range files {
+		for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
+			made[d] = true
+		}
+	}
+	for _, d := range sortedKeys(made) {
+		w.mkdir(path.Join(dir, d), 0o755, uid, uid)
+	}
+	for _, f := range files {
+		mode := uint32(f.Mode.Perm())
+		if mode == 0 {
+			mode = 0o644
+		}
+		w.file(path.Join(dir, f.Path), f.Content, mode, uid, uid)
+	}
 }
 
 // phase returns the second phase for sandbox sp: its /tmp and /workspace

@@ -49,6 +49,8 @@ type Fake struct {
 	// HostWorkspace makes a run without a host workspace (one in the
 	// sandbox's private workspace) unexpected.
 	HostWorkspace bool
+	// NoTmpFiles makes the Fake say it places no TmpFiles, as docker.
+	NoTmpFiles bool
 	// Report is what Probe returns. Its zero value stands for an
 	// available backend named as Name says, with no checks.
 	Report sandbox.Report
@@ -72,9 +74,14 @@ type Call struct {
 }
 
 var (
-	_ sandbox.Backend = (*Fake)(nil)
-	_ sandbox.Prober  = (*Fake)(nil)
+	_ sandbox.Backend  = (*Fake)(nil)
+	_ sandbox.Prober   = (*Fake)(nil)
+	_ sandbox.TmpFiler = (*Fake)(nil)
 )
+
+// PlacesTmpFiles reports true unless NoTmpFiles is set: a run's TmpFiles
+// are recorded with its spec, as the caller gave them.
+func (f *Fake) PlacesTmpFiles() bool { return !f.NoTmpFiles }
 
 // Name returns BackendName, or "fake".
 func (f *Fake) Name() string {

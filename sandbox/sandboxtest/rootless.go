@@ -48,6 +48,8 @@ type RootlessReport struct {
 	// without the opt-out where that works, else with it.
 	Identity *sandbox.Result
 	Memory   *sandbox.Result
+	// TmpFiles is whether the identity run had a file in /tmp to show.
+	TmpFiles bool
 	// SeriesPids are the process ids of two runs of a series.
 	SeriesPids []string
 	// Backend is the backend's name.
@@ -113,8 +115,12 @@ func Rootless(open Opener, mounts []sandbox.Mount) (rep RootlessReport) {
 		defer closeBackend(b)
 	}
 	spec := &sandbox.Spec{
-		Args:   []string{"/bin/sh", "-c", "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; ls /root 2>&1"},
+		Args:   []string{"/bin/sh", "-c", "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; ls /root 2>&1; cat /tmp/seed/file 2>&1"},
 		Mounts: mounts,
+	}
+	if rep.TmpFiles = sandbox.PlacesTmpFiles(b); rep.TmpFiles {
+		// Without root the backend has bwrap copy them in.
+		spec.TmpFiles = []sandbox.File{{Path: "seed/file", Content: []byte("seeded\n")}}
 	}
 	if rep.Identity, err = b.Run(ctx, spec); err != nil {
 		rep.Err = "identity run: " + err.Error()
@@ -275,7 +281,11 @@ func TestRootless(t *testing.T, open Opener, mounts []sandbox.Mount) {
 	}
 	checkKept(t, rep)
 	id := string(rep.Identity.Stdout)
-	for _, want := range []string{"CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "No such file"} {
+	wants := []string{"CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "No such file"}
+	if rep.TmpFiles {
+		wants = append(wants, "\nseeded\n")
+	}
+	for _, want := range wants {
 		if !strings.Contains(id, want) {
 			t.Errorf("identity output lacks %q:\n%s", want, id)
 		}

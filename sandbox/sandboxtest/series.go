@@ -32,6 +32,7 @@ func (s *suite) runSeries(t *testing.T, reuser sandbox.Reuser) {
 		{"StreamsPerRun", s.testSeriesStreams},
 		{"AfterLimits", s.testSeriesAfterLimits},
 		{"Concurrent", s.testSeriesConcurrent},
+		{"TmpFilesPerRun", s.testSeriesTmpFiles},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, reuser)

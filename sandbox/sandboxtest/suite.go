@@ -79,6 +79,7 @@ func Run(t *testing.T, env Env) {
 		{"Stdin", s.testStdin},
 		{"StdinDefaultsToDevNull", s.testStdinDevNull},
 		{"Files", s.testFiles},
+		{"TmpFiles", s.testTmpFiles},
 		{"WorkingDirectory", s.testWorkingDirectory},
 		{"WallTimeLimit", s.testWallTime},
 		{"CPUTimeLimit", s.testCPUTime},
