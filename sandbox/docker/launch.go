@@ -523,9 +523,7 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 	outEnded, errEnded := p.stdout.ended, p.stderr.ended
 	streamsDone, exited := p.streams, p.bx.launch.exited
 	p.streamsOpen = true
-	var linger <-chan time.Time
-	var lingerTaken int64
-	for {
+	for outEnded != nil || errEnded != nil {
 		select {
 		case <-outEnded:
 			outEnded = nil
@@ -534,7 +532,6 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 		case <-streamsDone:
 			streamsDone, p.streamsOpen = nil, false
 		case <-exited:
-			exited = nil
 			l := p.bx.launch
 			if l.waitErr != nil {
 				if p.ctx.Err() != nil {
@@ -545,24 +542,28 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 			p.exitCode, p.exited = int(l.status.StatusCode), true
 			// Nothing of the container runs any more: what is left of
 			// its output is on its way.
-			linger = time.After(lingerTimeout)
-			lingerTaken = p.taken()
-		case <-linger:
-			if n := p.taken(); n != lingerTaken {
-				linger, lingerTaken = time.After(lingerTimeout), n
-				continue
+			if streamsDone != nil && linger(p.taken, streamsDone, quit) {
+				p.streamsOpen = false
+			}
+			if closed(p.stdout.ended) && closed(p.stderr.ended) {
+				p.exitCode, p.marked = p.stdout.status, true
 			}
 			return nil
 		case <-quit:
 			return nil
 		}
-		if outEnded == nil && errEnded == nil {
-			p.exitCode, p.exited, p.marked = p.stdout.status, true, true
-			return nil
-		}
-		if p.exited && streamsDone == nil {
-			return nil
-		}
+	}
+	p.exitCode, p.exited, p.marked = p.stdout.status, true, true
+	return nil
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -369,8 +369,6 @@ func (p *program) Wait(quit <-chan struct{}) error {
 	poll := time.NewTimer(firstPoll)
 	defer poll.Stop()
 	delay := firstPoll
-	var linger <-chan time.Time
-	var lingerTaken int64 // output taken when linger was armed
 	for {
 		select {
 		case <-streamsDone:
@@ -386,30 +384,48 @@ func (p *program) Wait(quit <-chan struct{}) error {
 			}
 			if !ins.Running && ins.Pid != 0 || !ins.Running && ins.ExitCode != 0 {
 				p.exitCode, p.exited = ins.ExitCode, true
-				if streamsDone == nil {
-					return nil
-				}
-				// Its output is still on its way, or held open by
+				// Its output may still be on its way, or held open by
 				// something it left running.
-				linger = time.After(lingerTimeout)
-				lingerTaken = p.taken()
-				continue
+				if streamsDone != nil && linger(p.taken, streamsDone, quit) {
+					p.streamsOpen = false
+				}
+				return nil
 			}
 			delay = min(2*delay, maxPoll)
 			if streamsDone == nil {
 				delay = time.Millisecond
 			}
 			poll.Reset(delay)
-		case <-linger:
-			if n := p.taken(); n != lingerTaken {
-				// Still flowing: the program's own output, late. The
-				// output caps and the wall limit bound the wait.
-				linger, lingerTaken = time.After(lingerTimeout), n
-				continue
-			}
-			return nil
 		case <-quit:
 			return nil
+		}
+	}
+}
+
+// linger waits for the rest of a program's output once the program
+// ended: until ended is closed (the output ended), or no output was taken
+// (taken unchanged) for lingerTimeout, or quit is closed. Output still
+// flowing is the program's own, late (the engine may hold much of it when
+// the caller reads slowly) or written by something it left running: it
+// is waited for as long as it flows, within the output caps and the wall
+// limit (which close quit). It reports whether the output ended.
+func linger(taken func() int64, ended, quit <-chan struct{}) bool {
+	t := time.NewTimer(lingerTimeout)
+	defer t.Stop()
+	seen := taken()
+	for {
+		select {
+		case <-ended:
+			return true
+		case <-t.C:
+			n := taken()
+			if n == seen {
+				return false
+			}
+			seen = n
+			t.Reset(lingerTimeout)
+		case <-quit:
+			return false
 		}
 	}
 }
