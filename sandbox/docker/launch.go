@@ -355,7 +355,7 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	if err != nil {
 		return nil, notStarted{fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)}
 	}
-	p := &launched{b: b, ctx: ctx, spec: s, bx: bx, before: before, since: time.Now(), streams: make(chan struct{})}
+	p := &launched{b: b, ctx: ctx, spec: s, bx: bx, before: before, since: time.Now(), streams: make(chan struct{}), over: make(chan struct{})}
 	cfg := watch.Config{
 		Spec: s,
 		Source: func() (watch.Usage, error) {
@@ -374,6 +374,7 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	mark := "\x00" + endTag + nonce
 	p.stdout = newEndWriter(nil, mark, true)
 	p.stderr = newEndWriter(nil, mark, false)
+	p.stdout.begin, p.stderr.begin = p.begin, p.begin
 	sup.Copy(func(stdout, stderr io.Writer) {
 		defer close(p.streams)
 		p.stdout.w, p.stderr.w = stdout, stderr
@@ -385,11 +386,52 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 		return nil, notStarted{fmt.Errorf("%w: %w", errLauncher, err)}
 	}
 	if s.Stdin != nil {
-		go watch.Feed(closeWriter{&l.hj}, s.Stdin)
+		go p.feed(closeWriter{&l.hj}, s.Stdin)
 	} else {
 		_ = l.hj.CloseWrite()
 	}
+	defer func() {
+		// A feed still waiting for the take never starts.
+		p.abandon()
+		close(p.over)
+	}()
 	return sup.Run(ctx, p)
+}
+
+// feed gives the program its stdin once the launcher took the request,
+// never before: a launcher that dies first (Exit's not started) has read
+// none of it, and the run is made again elsewhere with all of it, stdin
+// that cannot be read twice (an interactive client's) included. The
+// program reads nothing before the take anyway: the launcher starts it
+// only once it wrote the 'G'.
+func (p *launched) feed(w closeWriter, stdin io.Reader) {
+	select {
+	case <-p.stdout.took:
+	case <-p.over:
+		return
+	}
+	if p.begin() {
+		watch.Feed(w, stdin)
+	}
+}
+
+// What of a launched run has crossed the launcher (launched.gate).
+const (
+	gateShut      int32 = iota // nothing yet
+	gateBegun                  // stdin read for it, or output passed on
+	gateAbandoned              // found not started: nothing crosses
+)
+
+// begin reports whether stdin may be read for the run and its output
+// passed on: not once the run was found not started.
+func (p *launched) begin() bool {
+	return p.gate.CompareAndSwap(gateShut, gateBegun) || p.gate.Load() == gateBegun
+}
+
+// abandon reports whether the run may be made again elsewhere: nothing
+// of it crossed the launcher, and from now on nothing does.
+func (p *launched) abandon() bool {
+	return p.gate.CompareAndSwap(gateShut, gateAbandoned) || p.gate.Load() == gateAbandoned
 }
 
 // endWriter passes a launched program's output on, without the
@@ -399,7 +441,10 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 // bytes that could be the start of the mark are held back until they
 // turn out not to be.
 type endWriter struct {
-	w          io.Writer
+	w io.Writer
+	// begin, when set, tells whether output may be passed on; what may
+	// not is dropped.
+	begin      func() bool
 	mark       []byte
 	withStatus bool
 	ack        bool // the 'G' is still to come
@@ -463,7 +508,7 @@ func (e *endWriter) Write(b []byte) (int, error) {
 }
 
 func (e *endWriter) pass(b []byte) error {
-	if len(b) == 0 {
+	if len(b) == 0 || e.begin != nil && !e.begin() {
 		return nil
 	}
 	_, err := e.w.Write(b)
@@ -501,8 +546,14 @@ type launched struct {
 	since          time.Time
 	taken          func() int64
 	stdout, stderr *endWriter
-	// streams is closed when the copy of the output ended.
-	streams chan struct{}
+	// streams is closed when the copy of the output ended, over when
+	// the run is over.
+	streams, over chan struct{}
+	// gate tells whether anything of the run crossed the launcher (stdin
+	// read for it, output passed on), or the run was found not started
+	// (gateShut, gateBegun, gateAbandoned): a run may be made again
+	// elsewhere only when nothing did, and then nothing will.
+	gate atomic.Int32
 	// last is the CPU time of the latest reading while it ran.
 	last atomic.Int64
 
@@ -609,15 +660,18 @@ func (p *launched) Totals(seen int64) (watch.Totals, error) {
 
 // Exit is the program's status (128+N for a signal), unless it was
 // killed. A launcher that never took the request, or an image that could
-// not run the program, is a setup error.
+// not run the program, is a setup error; the first, when nothing of the
+// run crossed the launcher, a run not started.
 func (p *launched) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, error) {
 	if reason != watch.ReasonNone || !p.exited || p.exitCode < 0 {
 		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
-	select {
-	case <-p.stdout.took:
-	default:
-		return watch.Exit{}, notStarted{fmt.Errorf("%w (status %d): %.200s", errLauncher, p.exitCode, res.Stderr)}
+	if !closed(p.stdout.took) {
+		if p.abandon() {
+			// Nothing of the run reached the program or the caller.
+			return watch.Exit{}, notStarted{fmt.Errorf("%w (status %d)", errLauncher, p.exitCode)}
+		}
+		return watch.Exit{}, fmt.Errorf("%w (status %d): %.200s", errLauncher, p.exitCode, res.Stderr)
 	}
 	code, sig := watch.DecodeExit(p.exitCode)
 	if p.exitCode == 126 || p.exitCode == 127 {

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,14 +175,104 @@ func TestLauncherDiesAfterTake(t *testing.T) {
 		t.Error(err)
 	}
 	b.release(bx, false)
-	if !replayable(nil) || !replayable(bytes.NewReader([]byte("x"))) || !replayable(strings.NewReader("x")) {
-		t.Error("stdin that can be read again is not replayable")
+}
+
+// TestInteractiveFallsBack: the launcher of the warm container an
+// interactive run took dies before it takes the request, while the
+// client sends input (stdin that cannot be read twice, as /v1/run/ws
+// gives it). The run is made in a container of its own, and the program
+// reads every byte the client sent, once; the client sees its output
+// only, once.
+func TestInteractiveFallsBack(t *testing.T) {
+	b, spec := warmInternal(t, Options{})
+	if _, err := b.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
 	}
-	pr, pw, _ := os.Pipe()
+	waitIdle(t, b)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pr.Close()
 	defer pw.Close()
-	if replayable(pr) {
-		t.Error("a pipe is replayable")
+	out := &syncBuffer{}
+	killed := 0
+	b.tookWarm = func(bx *box) {
+		killed++
+		if err := unix.PidfdSendSignal(bx.launch.pidfd, unix.SIGKILL, nil, 0); err != nil {
+			t.Error(err)
+		}
+		if !pidfdReadable(bx.launch.pidfd, 10*time.Second) {
+			t.Error("the launcher did not die")
+		}
+		// The client goes on: a line now, another once the program
+		// answered, then the end.
+		_, _ = pw.WriteString("two\n")
+		go func() {
+			for deadline := time.Now().Add(time.Minute); !strings.HasSuffix(out.String(), "two\n"); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					break
+				}
+			}
+			_, _ = pw.WriteString("three\n")
+			_ = pw.Close()
+		}()
+	}
+	s := *spec
+	s.Args = []string{"/bin/sh", "-c", "cat; echo end >&2"}
+	// As the executor gives an interactive run its input: the request's
+	// stdin, then the client's, neither of which can be read again.
+	s.Stdin = io.MultiReader(strings.NewReader("one\n"), struct{ io.Reader }{pr})
+	s.Stdout = out
+	res, err := b.Run(context.Background(), &s)
+	if err != nil {
+		t.Fatalf("the run failed (%v): want it made again in a container of its own", err)
+	}
+	if killed != 1 {
+		t.Fatalf("%d launchers killed, want 1", killed)
+	}
+	const want = "one\ntwo\nthree\n"
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != want || string(res.Stderr) != "end\n" || out.String() != want {
+		t.Errorf("status %s stdout %q stderr %q, the client saw %q: want ok, %q and end", res.Status, res.Stdout, res.Stderr, out.String(), want)
+	}
+}
+
+// syncBuffer is a buffer written by a run and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestGate: a launched run found not started lets nothing cross the
+// launcher any more, and one that let something cross is never found
+// not started.
+func TestGate(t *testing.T) {
+	p := &launched{}
+	if !p.abandon() || !p.abandon() || p.begin() {
+		t.Error("an abandoned run lets its stdin or output cross")
+	}
+	var out bytes.Buffer
+	e := newEndWriter(&out, "\x00coderunner-end-n", false)
+	e.begin = p.begin
+	_, _ = e.Write([]byte("output"))
+	if out.Len() != 0 {
+		t.Errorf("an abandoned run passed %q on", out.String())
+	}
+	p = &launched{}
+	if !p.begin() || !p.begin() || p.abandon() {
+		t.Error("a run that let something cross is found not started")
 	}
 }
 

@@ -87,6 +87,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	if bx == nil {
 		bx = b.takeWarm(ctx, s, image, key)
+		if bx != nil && b.tookWarm != nil {
+			b.tookWarm(bx)
+		}
 	}
 	if bx == nil {
 		var err error
@@ -100,9 +103,11 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	res, reusable, err := b.runIn(ctx, bx, s)
 	var ns notStarted
-	// A launcher that never took the run may have had stdin fed to it
-	// already: the run is made again only with stdin it can read again.
-	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil && (!errors.Is(err, errLauncher) || replayable(s.Stdin)) {
+	// A run not started was given nothing of its stdin, and passed on
+	// nothing of its output (a launcher's run is given its stdin only once
+	// the launcher took it): it is made again, whatever its stdin, an
+	// interactive client's included.
+	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil {
 		if errors.Is(err, errLauncher) {
 			// Its launcher died before it took the run: that container
 			// alone is lost.
@@ -501,21 +506,6 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 		}
 	}
 	return watch.Exit{Code: code, Signal: sig}, nil
-}
-
-// replayable reports whether stdin can be given again to a run made
-// anew after its first container failed: none, or one read from its
-// start again.
-func replayable(stdin io.Reader) bool {
-	if stdin == nil {
-		return true
-	}
-	sk, ok := stdin.(io.Seeker)
-	if !ok {
-		return false
-	}
-	_, err := sk.Seek(0, io.SeekStart)
-	return err == nil
 }
 
 // notStarted is an error before the program was started.
