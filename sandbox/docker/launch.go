@@ -39,9 +39,12 @@ import (
 // would; dash's read takes one byte at a time from a pipe, so the rest of
 // the stream is the program's stdin, untouched. Once the program ended
 // the line writes an end mark on stdout, with the program's status
-// (128+N for a signal), and one on stderr, each holding a nonce of the
-// run, and stops the launcher: the container, its cgroup and its
-// counters stay until the backend has read them and kills it.
+// (128+N for a signal) and a '+' when it left processes that may still
+// write, and one on stderr, each holding a nonce of the run, and stops
+// the launcher: the container, its cgroup and its counters stay until
+// the backend has read them and kills it. Output after the marks comes
+// from what the program left: it is the run's, waited for as the exec
+// path waits for it (linger).
 //
 // The marks tell the backend that it has all of the program's output and
 // its status without the engine, whose report of a container's end comes
@@ -75,7 +78,8 @@ const readyTimeout = 30 * time.Second
 // requestLine is the line that makes the launcher run s, its end marked
 // with nonce: the working directory, then env -i with s's environment
 // and argv, as the exec path runs them (stdin /dev/null when s has
-// none), then the marks, then the launcher stops. ok is false when a
+// none), then a look for processes the program left, then the marks,
+// then the launcher stops. ok is false when a
 // value holds a newline or a NUL (the line could not carry it) or the
 // line is too long.
 func requestLine(s *sandbox.Spec, nonce string) (line string, ok bool) {
@@ -105,7 +109,10 @@ func requestLine(s *sandbox.Spec, nonce string) (line string, ok bool) {
 		b.WriteString(" </dev/null")
 	}
 	b.WriteString(" 2>&3 3>&-); s=$?; else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ")
-	fmt.Fprintf(&b, `printf '\000%s%%s %%d\n' %s "$s"; printf '\000%s%%s\n' %s >&3; while :; do kill -STOP $$; done`,
+	// A '+' after the status: a process other than docker-init (1) and
+	// the launcher is left in the container, which may still write.
+	b.WriteString("k=; for f in /proc/[0-9]*; do case ${f#/proc/} in 1|$$) ;; *) k=+; break;; esac; done; ")
+	fmt.Fprintf(&b, `printf '\000%s%%s %%d%%s\n' %s "$s" "$k"; printf '\000%s%%s\n' %s >&3; while :; do kill -STOP $$; done`,
 		endTag, shQuote(nonce), endTag, shQuote(nonce))
 	line = b.String()
 	if strings.ContainsAny(line, "\n\x00") || len(line) >= maxRequestLine {
@@ -436,10 +443,10 @@ func (p *launched) abandon() bool {
 
 // endWriter passes a launched program's output on, without the
 // launcher's bytes: its 'G' (first on stdout) and the end mark, which
-// closes ended (on stdout with the status after it). Whatever comes after
-// the mark (something the program left, still writing) is dropped. The
-// bytes that could be the start of the mark are held back until they
-// turn out not to be.
+// closes ended (on stdout with the status after it, and a '+' when the
+// program left processes). Whatever comes after the mark is written by
+// what the program left, and passed on too. The bytes that could be the
+// start of the mark are held back until they turn out not to be.
 type endWriter struct {
 	w io.Writer
 	// begin, when set, tells whether output may be passed on; what may
@@ -453,6 +460,8 @@ type endWriter struct {
 	ended      chan struct{}
 	done       bool
 	status     int
+	// leftovers is set when the status says the program left processes.
+	leftovers bool
 }
 
 func newEndWriter(w io.Writer, mark string, stdout bool) *endWriter {
@@ -466,7 +475,7 @@ const maxStatus = 8
 func (e *endWriter) Write(b []byte) (int, error) {
 	n := len(b)
 	if e.done {
-		return n, nil
+		return n, e.pass(b)
 	}
 	if e.ack && len(b) > 0 {
 		e.ack = false
@@ -484,15 +493,21 @@ func (e *endWriter) Write(b []byte) (int, error) {
 		if err := e.pass(buf[:i]); err != nil {
 			return n, err
 		}
+		// The mark ends its line: on stdout, the status comes first.
 		rest := buf[i+len(e.mark):]
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 && len(rest) < maxStatus {
+			// The rest of the line is on its way.
+			e.pending = append([]byte(nil), buf[i:]...)
+			return n, nil
+		}
+		status := ""
+		if j >= 0 {
+			status, rest = strings.TrimSpace(string(rest[:j])), rest[j+1:]
+		}
 		if e.withStatus {
-			j := bytes.IndexByte(rest, '\n')
-			if j < 0 && len(rest) < maxStatus {
-				// The status is on its way.
-				e.pending = append([]byte(nil), buf[i:]...)
-				return n, nil
-			}
-			code, err := strconv.Atoi(strings.TrimSpace(string(rest[:max(j, 0)])))
+			status, e.leftovers = strings.CutSuffix(status, "+")
+			code, err := strconv.Atoi(strings.TrimSpace(status))
 			if j < 0 || err != nil {
 				code = -1
 			}
@@ -500,7 +515,7 @@ func (e *endWriter) Write(b []byte) (int, error) {
 		}
 		e.done = true
 		close(e.ended)
-		return n, nil
+		return n, e.pass(rest)
 	}
 	k := overlap(buf, e.mark)
 	e.pending = append([]byte(nil), buf[len(buf)-k:]...)
@@ -559,9 +574,11 @@ type launched struct {
 
 	exitCode int
 	exited   bool
-	// marked is set when the marks ended the run, streamsOpen while the
-	// output was open when Wait returned.
+	// marked is set when the marks ended the run, lingered when Wait then
+	// waited for the output of what the program left, streamsOpen while
+	// the output was open when Wait returned.
 	marked      bool
+	lingered    bool
 	streamsOpen bool
 	after       usage
 	statsErr    error
@@ -569,7 +586,9 @@ type launched struct {
 
 // Wait follows the program until both end marks came, or else until the
 // engine reported the container's end and the output ended (or stayed
-// quiet for lingerTimeout after it).
+// quiet for lingerTimeout after it). When the marks say the program left
+// processes, which may still write, it then waits as the exec path does:
+// until the output stayed quiet for lingerTimeout.
 func (p *launched) Wait(quit <-chan struct{}) error {
 	outEnded, errEnded := p.stdout.ended, p.stderr.ended
 	streamsDone, exited := p.streams, p.bx.launch.exited
@@ -605,6 +624,13 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 		}
 	}
 	p.exitCode, p.exited, p.marked = p.stdout.status, true, true
+	if !p.stdout.leftovers || streamsDone == nil {
+		return nil
+	}
+	p.lingered = true
+	if linger(p.taken, streamsDone, quit) {
+		p.streamsOpen = false
+	}
 	return nil
 }
 
@@ -624,9 +650,13 @@ func closed(c <-chan struct{}) bool {
 func (p *launched) Stop(reason watch.Reason) error {
 	l := p.bx.launch
 	p.after, p.statsErr = p.b.read(context.WithoutCancel(p.ctx), p.bx)
-	// Stop reading: past the marks nothing is the program's, and the
-	// engine never blocks on a stream nobody reads.
-	l.hj.Close()
+	if reason != watch.ReasonNone || !p.lingered {
+		// Stop reading: nothing more is the run's, and the engine never
+		// blocks on a stream nobody reads. What the processes a program
+		// that ended by itself left wrote before the kill is still its
+		// own: it is read until the stream ends (lingerDrainTimeout).
+		l.hj.Close()
+	}
 	if err := unix.PidfdSendSignal(l.initFD, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 10*time.Second)
 		defer cancel()

@@ -25,7 +25,8 @@ func TestRequestLine(t *testing.T) {
 	line, ok := requestLine(s, "n0")
 	want := `exec 3>&2 2>/dev/null; if cd -P -- '/workspace' 2>/dev/null; then (exec '/usr/bin/env' -i 'A='\''b'\''' '/bin/echo' 'it'\''s' '$(x)' </dev/null 2>&3 3>&-); s=$?; ` +
 		`else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ` +
-		`printf '\000coderunner-end-%s %d\n' 'n0' "$s"; printf '\000coderunner-end-%s\n' 'n0' >&3; while :; do kill -STOP $$; done` + "\n"
+		`k=; for f in /proc/[0-9]*; do case ${f#/proc/} in 1|$$) ;; *) k=+; break;; esac; done; ` +
+		`printf '\000coderunner-end-%s %d%s\n' 'n0' "$s" "$k"; printf '\000coderunner-end-%s\n' 'n0' >&3; while :; do kill -STOP $$; done` + "\n"
 	if !ok || line != want {
 		t.Errorf("line %q, %v\nwant %q", line, ok, want)
 	}
@@ -51,30 +52,42 @@ func TestRequestLine(t *testing.T) {
 
 // TestEndWriter feeds a launcher's output in every way the engine may cut
 // it: the program's bytes pass, at once unless they could start the end
-// mark, and the launcher's bytes do not.
+// mark, and the launcher's bytes do not; what comes after the mark is
+// written by what the program left, and passes.
 func TestEndWriter(t *testing.T) {
 	const mark = "\x00coderunner-end-abc"
-	stream := "G> prompt\x00not the mark\x00coderunner-end-ab\x00coderunner-end-abc 137\nleft by a child"
-	for cut := 1; cut <= len(stream); cut++ {
-		var out bytes.Buffer
-		e := newEndWriter(&out, mark, true)
-		for i := 0; i < len(stream); i += cut {
-			if n, err := e.Write([]byte(stream[i:min(i+cut, len(stream))])); err != nil || n != min(cut, len(stream)-i) {
-				t.Fatalf("cut %d: write %d, %v", cut, n, err)
+	for _, tc := range []struct {
+		status    string
+		code      int
+		leftovers bool
+	}{{" 137", 137, false}, {" 0+", 0, true}, {" 3 +", 3, true}, {" x", -1, false}} {
+		stream := "G> prompt\x00not the mark\x00coderunner-end-ab\x00coderunner-end-abc" + tc.status + "\nleft by a child"
+		for cut := 1; cut <= len(stream); cut++ {
+			var out bytes.Buffer
+			e := newEndWriter(&out, mark, true)
+			for i := 0; i < len(stream); i += cut {
+				if n, err := e.Write([]byte(stream[i:min(i+cut, len(stream))])); err != nil || n != min(cut, len(stream)-i) {
+					t.Fatalf("cut %d: write %d, %v", cut, n, err)
+				}
+			}
+			if !closed(e.ended) || !closed(e.took) {
+				t.Fatalf("cut %d: end seen %v, G seen %v", cut, closed(e.ended), closed(e.took))
+			}
+			if want := "> prompt\x00not the mark\x00coderunner-end-ableft by a child"; out.String() != want || e.status != tc.code || e.leftovers != tc.leftovers {
+				t.Errorf("status %q cut %d: passed %q status %d leftovers %v", tc.status, cut, out.String(), e.status, e.leftovers)
 			}
 		}
-		select {
-		case <-e.ended:
-		default:
-			t.Fatalf("cut %d: no end seen", cut)
+	}
+	// On stderr, no status: what follows the mark's line passes.
+	stream := "err\x00coderunner-end-abc\nlate"
+	for cut := 1; cut <= len(stream); cut++ {
+		var out bytes.Buffer
+		e := newEndWriter(&out, mark, false)
+		for i := 0; i < len(stream); i += cut {
+			_, _ = e.Write([]byte(stream[i:min(i+cut, len(stream))]))
 		}
-		select {
-		case <-e.took:
-		default:
-			t.Fatalf("cut %d: no G seen", cut)
-		}
-		if want := "> prompt\x00not the mark\x00coderunner-end-ab"; out.String() != want || e.status != 137 {
-			t.Errorf("cut %d: passed %q status %d", cut, out.String(), e.status)
+		if !closed(e.ended) || out.String() != "errlate" {
+			t.Errorf("stderr cut %d: end seen %v, passed %q", cut, closed(e.ended), out.String())
 		}
 	}
 	// A prompt is passed at once; a possible start of the mark is held,
