@@ -163,6 +163,9 @@ type Backend struct {
 	// stopStale ends the search for stale containers at Close.
 	stopStale context.CancelFunc
 	closed    sync.Once
+	// tookWarm, when set (by tests), is called with each warm container
+	// a run took, before the run is sent to it.
+	tookWarm func(*box)
 }
 
 var (

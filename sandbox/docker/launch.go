@@ -39,9 +39,12 @@ import (
 // would; dash's read takes one byte at a time from a pipe, so the rest of
 // the stream is the program's stdin, untouched. Once the program ended
 // the line writes an end mark on stdout, with the program's status
-// (128+N for a signal), and one on stderr, each holding a nonce of the
-// run, and stops the launcher: the container, its cgroup and its
-// counters stay until the backend has read them and kills it.
+// (128+N for a signal) and a '+' when it left processes that may still
+// write, and one on stderr, each holding a nonce of the run, and stops
+// the launcher: the container, its cgroup and its counters stay until
+// the backend has read them and kills it. Output after the marks comes
+// from what the program left: it is the run's, waited for as the exec
+// path waits for it (linger).
 //
 // The marks tell the backend that it has all of the program's output and
 // its status without the engine, whose report of a container's end comes
@@ -75,7 +78,8 @@ const readyTimeout = 30 * time.Second
 // requestLine is the line that makes the launcher run s, its end marked
 // with nonce: the working directory, then env -i with s's environment
 // and argv, as the exec path runs them (stdin /dev/null when s has
-// none), then the marks, then the launcher stops. ok is false when a
+// none), then a look for processes the program left, then the marks,
+// then the launcher stops. ok is false when a
 // value holds a newline or a NUL (the line could not carry it) or the
 // line is too long.
 func requestLine(s *sandbox.Spec, nonce string) (line string, ok bool) {
@@ -105,7 +109,10 @@ func requestLine(s *sandbox.Spec, nonce string) (line string, ok bool) {
 		b.WriteString(" </dev/null")
 	}
 	b.WriteString(" 2>&3 3>&-); s=$?; else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ")
-	fmt.Fprintf(&b, `printf '\000%s%%s %%d\n' %s "$s"; printf '\000%s%%s\n' %s >&3; while :; do kill -STOP $$; done`,
+	// A '+' after the status: a process other than docker-init (1) and
+	// the launcher is left in the container, which may still write.
+	b.WriteString("k=; for f in /proc/[0-9]*; do case ${f#/proc/} in 1|$$) ;; *) k=+; break;; esac; done; ")
+	fmt.Fprintf(&b, `printf '\000%s%%s %%d%%s\n' %s "$s" "$k"; printf '\000%s%%s\n' %s >&3; while :; do kill -STOP $$; done`,
 		endTag, shQuote(nonce), endTag, shQuote(nonce))
 	line = b.String()
 	if strings.ContainsAny(line, "\n\x00") || len(line) >= maxRequestLine {
@@ -355,7 +362,7 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	if err != nil {
 		return nil, notStarted{fmt.Errorf("%w: unable to read the container's usage: %w", sandbox.ErrSetup, err)}
 	}
-	p := &launched{b: b, ctx: ctx, spec: s, bx: bx, before: before, since: time.Now(), streams: make(chan struct{})}
+	p := &launched{b: b, ctx: ctx, spec: s, bx: bx, before: before, since: time.Now(), streams: make(chan struct{}), over: make(chan struct{})}
 	cfg := watch.Config{
 		Spec: s,
 		Source: func() (watch.Usage, error) {
@@ -374,6 +381,7 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 	mark := "\x00" + endTag + nonce
 	p.stdout = newEndWriter(nil, mark, true)
 	p.stderr = newEndWriter(nil, mark, false)
+	p.stdout.begin, p.stderr.begin = p.begin, p.begin
 	sup.Copy(func(stdout, stderr io.Writer) {
 		defer close(p.streams)
 		p.stdout.w, p.stderr.w = stdout, stderr
@@ -385,21 +393,65 @@ func (b *Backend) runLaunched(ctx context.Context, bx *box, s *sandbox.Spec) (*s
 		return nil, notStarted{fmt.Errorf("%w: %w", errLauncher, err)}
 	}
 	if s.Stdin != nil {
-		go watch.Feed(closeWriter{&l.hj}, s.Stdin)
+		go p.feed(closeWriter{&l.hj}, s.Stdin)
 	} else {
 		_ = l.hj.CloseWrite()
 	}
+	defer func() {
+		// A feed still waiting for the take never starts.
+		p.abandon()
+		close(p.over)
+	}()
 	return sup.Run(ctx, p)
+}
+
+// feed gives the program its stdin once the launcher took the request,
+// never before: a launcher that dies first (Exit's not started) has read
+// none of it, and the run is made again elsewhere with all of it, stdin
+// that cannot be read twice (an interactive client's) included. The
+// program reads nothing before the take anyway: the launcher starts it
+// only once it wrote the 'G'.
+func (p *launched) feed(w closeWriter, stdin io.Reader) {
+	select {
+	case <-p.stdout.took:
+	case <-p.over:
+		return
+	}
+	if p.begin() {
+		watch.Feed(w, stdin)
+	}
+}
+
+// What of a launched run has crossed the launcher (launched.gate).
+const (
+	gateShut      int32 = iota // nothing yet
+	gateBegun                  // stdin read for it, or output passed on
+	gateAbandoned              // found not started: nothing crosses
+)
+
+// begin reports whether stdin may be read for the run and its output
+// passed on: not once the run was found not started.
+func (p *launched) begin() bool {
+	return p.gate.CompareAndSwap(gateShut, gateBegun) || p.gate.Load() == gateBegun
+}
+
+// abandon reports whether the run may be made again elsewhere: nothing
+// of it crossed the launcher, and from now on nothing does.
+func (p *launched) abandon() bool {
+	return p.gate.CompareAndSwap(gateShut, gateAbandoned) || p.gate.Load() == gateAbandoned
 }
 
 // endWriter passes a launched program's output on, without the
 // launcher's bytes: its 'G' (first on stdout) and the end mark, which
-// closes ended (on stdout with the status after it). Whatever comes after
-// the mark (something the program left, still writing) is dropped. The
-// bytes that could be the start of the mark are held back until they
-// turn out not to be.
+// closes ended (on stdout with the status after it, and a '+' when the
+// program left processes). Whatever comes after the mark is written by
+// what the program left, and passed on too. The bytes that could be the
+// start of the mark are held back until they turn out not to be.
 type endWriter struct {
-	w          io.Writer
+	w io.Writer
+	// begin, when set, tells whether output may be passed on; what may
+	// not is dropped.
+	begin      func() bool
 	mark       []byte
 	withStatus bool
 	ack        bool // the 'G' is still to come
@@ -408,6 +460,8 @@ type endWriter struct {
 	ended      chan struct{}
 	done       bool
 	status     int
+	// leftovers is set when the status says the program left processes.
+	leftovers bool
 }
 
 func newEndWriter(w io.Writer, mark string, stdout bool) *endWriter {
@@ -421,7 +475,7 @@ const maxStatus = 8
 func (e *endWriter) Write(b []byte) (int, error) {
 	n := len(b)
 	if e.done {
-		return n, nil
+		return n, e.pass(b)
 	}
 	if e.ack && len(b) > 0 {
 		e.ack = false
@@ -439,15 +493,21 @@ func (e *endWriter) Write(b []byte) (int, error) {
 		if err := e.pass(buf[:i]); err != nil {
 			return n, err
 		}
+		// The mark ends its line: on stdout, the status comes first.
 		rest := buf[i+len(e.mark):]
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 && len(rest) < maxStatus {
+			// The rest of the line is on its way.
+			e.pending = append([]byte(nil), buf[i:]...)
+			return n, nil
+		}
+		status := ""
+		if j >= 0 {
+			status, rest = strings.TrimSpace(string(rest[:j])), rest[j+1:]
+		}
 		if e.withStatus {
-			j := bytes.IndexByte(rest, '\n')
-			if j < 0 && len(rest) < maxStatus {
-				// The status is on its way.
-				e.pending = append([]byte(nil), buf[i:]...)
-				return n, nil
-			}
-			code, err := strconv.Atoi(strings.TrimSpace(string(rest[:max(j, 0)])))
+			status, e.leftovers = strings.CutSuffix(status, "+")
+			code, err := strconv.Atoi(strings.TrimSpace(status))
 			if j < 0 || err != nil {
 				code = -1
 			}
@@ -455,7 +515,7 @@ func (e *endWriter) Write(b []byte) (int, error) {
 		}
 		e.done = true
 		close(e.ended)
-		return n, nil
+		return n, e.pass(rest)
 	}
 	k := overlap(buf, e.mark)
 	e.pending = append([]byte(nil), buf[len(buf)-k:]...)
@@ -463,7 +523,7 @@ func (e *endWriter) Write(b []byte) (int, error) {
 }
 
 func (e *endWriter) pass(b []byte) error {
-	if len(b) == 0 {
+	if len(b) == 0 || e.begin != nil && !e.begin() {
 		return nil
 	}
 	_, err := e.w.Write(b)
@@ -501,16 +561,24 @@ type launched struct {
 	since          time.Time
 	taken          func() int64
 	stdout, stderr *endWriter
-	// streams is closed when the copy of the output ended.
-	streams chan struct{}
+	// streams is closed when the copy of the output ended, over when
+	// the run is over.
+	streams, over chan struct{}
+	// gate tells whether anything of the run crossed the launcher (stdin
+	// read for it, output passed on), or the run was found not started
+	// (gateShut, gateBegun, gateAbandoned): a run may be made again
+	// elsewhere only when nothing did, and then nothing will.
+	gate atomic.Int32
 	// last is the CPU time of the latest reading while it ran.
 	last atomic.Int64
 
 	exitCode int
 	exited   bool
-	// marked is set when the marks ended the run, streamsOpen while the
-	// output was open when Wait returned.
+	// marked is set when the marks ended the run, lingered when Wait then
+	// waited for the output of what the program left, streamsOpen while
+	// the output was open when Wait returned.
 	marked      bool
+	lingered    bool
 	streamsOpen bool
 	after       usage
 	statsErr    error
@@ -518,14 +586,14 @@ type launched struct {
 
 // Wait follows the program until both end marks came, or else until the
 // engine reported the container's end and the output ended (or stayed
-// quiet for lingerTimeout after it).
+// quiet for lingerTimeout after it). When the marks say the program left
+// processes, which may still write, it then waits as the exec path does:
+// until the output stayed quiet for lingerTimeout.
 func (p *launched) Wait(quit <-chan struct{}) error {
 	outEnded, errEnded := p.stdout.ended, p.stderr.ended
 	streamsDone, exited := p.streams, p.bx.launch.exited
 	p.streamsOpen = true
-	var linger <-chan time.Time
-	var lingerTaken int64
-	for {
+	for outEnded != nil || errEnded != nil {
 		select {
 		case <-outEnded:
 			outEnded = nil
@@ -534,7 +602,6 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 		case <-streamsDone:
 			streamsDone, p.streamsOpen = nil, false
 		case <-exited:
-			exited = nil
 			l := p.bx.launch
 			if l.waitErr != nil {
 				if p.ctx.Err() != nil {
@@ -545,24 +612,35 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 			p.exitCode, p.exited = int(l.status.StatusCode), true
 			// Nothing of the container runs any more: what is left of
 			// its output is on its way.
-			linger = time.After(lingerTimeout)
-			lingerTaken = p.taken()
-		case <-linger:
-			if n := p.taken(); n != lingerTaken {
-				linger, lingerTaken = time.After(lingerTimeout), n
-				continue
+			if streamsDone != nil && linger(p.taken, streamsDone, quit) {
+				p.streamsOpen = false
+			}
+			if closed(p.stdout.ended) && closed(p.stderr.ended) {
+				p.exitCode, p.marked = p.stdout.status, true
 			}
 			return nil
 		case <-quit:
 			return nil
 		}
-		if outEnded == nil && errEnded == nil {
-			p.exitCode, p.exited, p.marked = p.stdout.status, true, true
-			return nil
-		}
-		if p.exited && streamsDone == nil {
-			return nil
-		}
+	}
+	p.exitCode, p.exited, p.marked = p.stdout.status, true, true
+	if !p.stdout.leftovers || streamsDone == nil {
+		return nil
+	}
+	p.lingered = true
+	if linger(p.taken, streamsDone, quit) {
+		p.streamsOpen = false
+	}
+	return nil
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -572,9 +650,13 @@ func (p *launched) Wait(quit <-chan struct{}) error {
 func (p *launched) Stop(reason watch.Reason) error {
 	l := p.bx.launch
 	p.after, p.statsErr = p.b.read(context.WithoutCancel(p.ctx), p.bx)
-	// Stop reading: past the marks nothing is the program's, and the
-	// engine never blocks on a stream nobody reads.
-	l.hj.Close()
+	if reason != watch.ReasonNone || !p.lingered {
+		// Stop reading: nothing more is the run's, and the engine never
+		// blocks on a stream nobody reads. What the processes a program
+		// that ended by itself left wrote before the kill is still its
+		// own: it is read until the stream ends (lingerDrainTimeout).
+		l.hj.Close()
+	}
 	if err := unix.PidfdSendSignal(l.initFD, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 10*time.Second)
 		defer cancel()
@@ -608,15 +690,18 @@ func (p *launched) Totals(seen int64) (watch.Totals, error) {
 
 // Exit is the program's status (128+N for a signal), unless it was
 // killed. A launcher that never took the request, or an image that could
-// not run the program, is a setup error.
+// not run the program, is a setup error; the first, when nothing of the
+// run crossed the launcher, a run not started.
 func (p *launched) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, error) {
 	if reason != watch.ReasonNone || !p.exited || p.exitCode < 0 {
 		return watch.Exit{Code: -1, Signal: syscall.SIGKILL}, nil
 	}
-	select {
-	case <-p.stdout.took:
-	default:
-		return watch.Exit{}, notStarted{fmt.Errorf("%w (status %d): %.200s", errLauncher, p.exitCode, res.Stderr)}
+	if !closed(p.stdout.took) {
+		if p.abandon() {
+			// Nothing of the run reached the program or the caller.
+			return watch.Exit{}, notStarted{fmt.Errorf("%w (status %d)", errLauncher, p.exitCode)}
+		}
+		return watch.Exit{}, fmt.Errorf("%w (status %d): %.200s", errLauncher, p.exitCode, res.Stderr)
 	}
 	code, sig := watch.DecodeExit(p.exitCode)
 	if p.exitCode == 126 || p.exitCode == 127 {

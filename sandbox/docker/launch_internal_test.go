@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +25,8 @@ func TestRequestLine(t *testing.T) {
 	line, ok := requestLine(s, "n0")
 	want := `exec 3>&2 2>/dev/null; if cd -P -- '/workspace' 2>/dev/null; then (exec '/usr/bin/env' -i 'A='\''b'\''' '/bin/echo' 'it'\''s' '$(x)' </dev/null 2>&3 3>&-); s=$?; ` +
 		`else echo 'coderunner-launcher: exec failed: no working directory' >&3; s=126; fi; ` +
-		`printf '\000coderunner-end-%s %d\n' 'n0' "$s"; printf '\000coderunner-end-%s\n' 'n0' >&3; while :; do kill -STOP $$; done` + "\n"
+		`k=; for f in /proc/[0-9]*; do case ${f#/proc/} in 1|$$) ;; *) k=+; break;; esac; done; ` +
+		`printf '\000coderunner-end-%s %d%s\n' 'n0' "$s" "$k"; printf '\000coderunner-end-%s\n' 'n0' >&3; while :; do kill -STOP $$; done` + "\n"
 	if !ok || line != want {
 		t.Errorf("line %q, %v\nwant %q", line, ok, want)
 	}
@@ -49,30 +52,42 @@ func TestRequestLine(t *testing.T) {
 
 // TestEndWriter feeds a launcher's output in every way the engine may cut
 // it: the program's bytes pass, at once unless they could start the end
-// mark, and the launcher's bytes do not.
+// mark, and the launcher's bytes do not; what comes after the mark is
+// written by what the program left, and passes.
 func TestEndWriter(t *testing.T) {
 	const mark = "\x00coderunner-end-abc"
-	stream := "G> prompt\x00not the mark\x00coderunner-end-ab\x00coderunner-end-abc 137\nleft by a child"
-	for cut := 1; cut <= len(stream); cut++ {
-		var out bytes.Buffer
-		e := newEndWriter(&out, mark, true)
-		for i := 0; i < len(stream); i += cut {
-			if n, err := e.Write([]byte(stream[i:min(i+cut, len(stream))])); err != nil || n != min(cut, len(stream)-i) {
-				t.Fatalf("cut %d: write %d, %v", cut, n, err)
+	for _, tc := range []struct {
+		status    string
+		code      int
+		leftovers bool
+	}{{" 137", 137, false}, {" 0+", 0, true}, {" 3 +", 3, true}, {" x", -1, false}} {
+		stream := "G> prompt\x00not the mark\x00coderunner-end-ab\x00coderunner-end-abc" + tc.status + "\nleft by a child"
+		for cut := 1; cut <= len(stream); cut++ {
+			var out bytes.Buffer
+			e := newEndWriter(&out, mark, true)
+			for i := 0; i < len(stream); i += cut {
+				if n, err := e.Write([]byte(stream[i:min(i+cut, len(stream))])); err != nil || n != min(cut, len(stream)-i) {
+					t.Fatalf("cut %d: write %d, %v", cut, n, err)
+				}
+			}
+			if !closed(e.ended) || !closed(e.took) {
+				t.Fatalf("cut %d: end seen %v, G seen %v", cut, closed(e.ended), closed(e.took))
+			}
+			if want := "> prompt\x00not the mark\x00coderunner-end-ableft by a child"; out.String() != want || e.status != tc.code || e.leftovers != tc.leftovers {
+				t.Errorf("status %q cut %d: passed %q status %d leftovers %v", tc.status, cut, out.String(), e.status, e.leftovers)
 			}
 		}
-		select {
-		case <-e.ended:
-		default:
-			t.Fatalf("cut %d: no end seen", cut)
+	}
+	// On stderr, no status: what follows the mark's line passes.
+	stream := "err\x00coderunner-end-abc\nlate"
+	for cut := 1; cut <= len(stream); cut++ {
+		var out bytes.Buffer
+		e := newEndWriter(&out, mark, false)
+		for i := 0; i < len(stream); i += cut {
+			_, _ = e.Write([]byte(stream[i:min(i+cut, len(stream))]))
 		}
-		select {
-		case <-e.took:
-		default:
-			t.Fatalf("cut %d: no G seen", cut)
-		}
-		if want := "> prompt\x00not the mark\x00coderunner-end-ab"; out.String() != want || e.status != 137 {
-			t.Errorf("cut %d: passed %q status %d", cut, out.String(), e.status)
+		if !closed(e.ended) || out.String() != "errlate" {
+			t.Errorf("stderr cut %d: end seen %v, passed %q", cut, closed(e.ended), out.String())
 		}
 	}
 	// A prompt is passed at once; a possible start of the mark is held,
@@ -173,14 +188,104 @@ func TestLauncherDiesAfterTake(t *testing.T) {
 		t.Error(err)
 	}
 	b.release(bx, false)
-	if !replayable(nil) || !replayable(bytes.NewReader([]byte("x"))) || !replayable(strings.NewReader("x")) {
-		t.Error("stdin that can be read again is not replayable")
+}
+
+// TestInteractiveFallsBack: the launcher of the warm container an
+// interactive run took dies before it takes the request, while the
+// client sends input (stdin that cannot be read twice, as /v1/run/ws
+// gives it). The run is made in a container of its own, and the program
+// reads every byte the client sent, once; the client sees its output
+// only, once.
+func TestInteractiveFallsBack(t *testing.T) {
+	b, spec := warmInternal(t, Options{})
+	if _, err := b.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
 	}
-	pr, pw, _ := os.Pipe()
+	waitIdle(t, b)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pr.Close()
 	defer pw.Close()
-	if replayable(pr) {
-		t.Error("a pipe is replayable")
+	out := &syncBuffer{}
+	killed := 0
+	b.tookWarm = func(bx *box) {
+		killed++
+		if err := unix.PidfdSendSignal(bx.launch.pidfd, unix.SIGKILL, nil, 0); err != nil {
+			t.Error(err)
+		}
+		if !pidfdReadable(bx.launch.pidfd, 10*time.Second) {
+			t.Error("the launcher did not die")
+		}
+		// The client goes on: a line now, another once the program
+		// answered, then the end.
+		_, _ = pw.WriteString("two\n")
+		go func() {
+			for deadline := time.Now().Add(time.Minute); !strings.HasSuffix(out.String(), "two\n"); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					break
+				}
+			}
+			_, _ = pw.WriteString("three\n")
+			_ = pw.Close()
+		}()
+	}
+	s := *spec
+	s.Args = []string{"/bin/sh", "-c", "cat; echo end >&2"}
+	// As the executor gives an interactive run its input: the request's
+	// stdin, then the client's, neither of which can be read again.
+	s.Stdin = io.MultiReader(strings.NewReader("one\n"), struct{ io.Reader }{pr})
+	s.Stdout = out
+	res, err := b.Run(context.Background(), &s)
+	if err != nil {
+		t.Fatalf("the run failed (%v): want it made again in a container of its own", err)
+	}
+	if killed != 1 {
+		t.Fatalf("%d launchers killed, want 1", killed)
+	}
+	const want = "one\ntwo\nthree\n"
+	if res.Status != sandbox.StatusOK || string(res.Stdout) != want || string(res.Stderr) != "end\n" || out.String() != want {
+		t.Errorf("status %s stdout %q stderr %q, the client saw %q: want ok, %q and end", res.Status, res.Stdout, res.Stderr, out.String(), want)
+	}
+}
+
+// syncBuffer is a buffer written by a run and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestGate: a launched run found not started lets nothing cross the
+// launcher any more, and one that let something cross is never found
+// not started.
+func TestGate(t *testing.T) {
+	p := &launched{}
+	if !p.abandon() || !p.abandon() || p.begin() {
+		t.Error("an abandoned run lets its stdin or output cross")
+	}
+	var out bytes.Buffer
+	e := newEndWriter(&out, "\x00coderunner-end-n", false)
+	e.begin = p.begin
+	_, _ = e.Write([]byte("output"))
+	if out.Len() != 0 {
+		t.Errorf("an abandoned run passed %q on", out.String())
+	}
+	p = &launched{}
+	if !p.begin() || !p.begin() || p.abandon() {
+		t.Error("a run that let something cross is found not started")
 	}
 }
 

@@ -92,6 +92,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	if bx == nil {
 		bx = b.takeWarm(ctx, s, image, key)
+		if bx != nil && b.tookWarm != nil {
+			b.tookWarm(bx)
+		}
 	}
 	if bx == nil {
 		var err error
@@ -105,9 +108,11 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	res, reusable, err := b.runIn(ctx, bx, s)
 	var ns notStarted
-	// A launcher that never took the run may have had stdin fed to it
-	// already: the run is made again only with stdin it can read again.
-	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil && (!errors.Is(err, errLauncher) || replayable(s.Stdin)) {
+	// A run not started was given nothing of its stdin, and passed on
+	// nothing of its output (a launcher's run is given its stdin only once
+	// the launcher took it): it is made again, whatever its stdin, an
+	// interactive client's included.
+	if bx.warm && errors.As(err, &ns) && ctx.Err() == nil {
 		if errors.Is(err, errLauncher) {
 			// Its launcher died before it took the run: that container
 			// alone is lost.
@@ -374,8 +379,6 @@ func (p *program) Wait(quit <-chan struct{}) error {
 	poll := time.NewTimer(firstPoll)
 	defer poll.Stop()
 	delay := firstPoll
-	var linger <-chan time.Time
-	var lingerTaken int64 // output taken when linger was armed
 	for {
 		select {
 		case <-streamsDone:
@@ -391,30 +394,48 @@ func (p *program) Wait(quit <-chan struct{}) error {
 			}
 			if !ins.Running && ins.Pid != 0 || !ins.Running && ins.ExitCode != 0 {
 				p.exitCode, p.exited = ins.ExitCode, true
-				if streamsDone == nil {
-					return nil
-				}
-				// Its output is still on its way, or held open by
+				// Its output may still be on its way, or held open by
 				// something it left running.
-				linger = time.After(lingerTimeout)
-				lingerTaken = p.taken()
-				continue
+				if streamsDone != nil && linger(p.taken, streamsDone, quit) {
+					p.streamsOpen = false
+				}
+				return nil
 			}
 			delay = min(2*delay, maxPoll)
 			if streamsDone == nil {
 				delay = time.Millisecond
 			}
 			poll.Reset(delay)
-		case <-linger:
-			if n := p.taken(); n != lingerTaken {
-				// Still flowing: the program's own output, late. The
-				// output caps and the wall limit bound the wait.
-				linger, lingerTaken = time.After(lingerTimeout), n
-				continue
-			}
-			return nil
 		case <-quit:
 			return nil
+		}
+	}
+}
+
+// linger waits for the rest of a program's output once the program
+// ended: until ended is closed (the output ended), or no output was taken
+// (taken unchanged) for lingerTimeout, or quit is closed. Output still
+// flowing is the program's own, late (the engine may hold much of it when
+// the caller reads slowly) or written by something it left running: it
+// is waited for as long as it flows, within the output caps and the wall
+// limit (which close quit). It reports whether the output ended.
+func linger(taken func() int64, ended, quit <-chan struct{}) bool {
+	t := time.NewTimer(lingerTimeout)
+	defer t.Stop()
+	seen := taken()
+	for {
+		select {
+		case <-ended:
+			return true
+		case <-t.C:
+			n := taken()
+			if n == seen {
+				return false
+			}
+			seen = n
+			t.Reset(lingerTimeout)
+		case <-quit:
+			return false
 		}
 	}
 }
@@ -490,21 +511,6 @@ func (p *program) Exit(res *sandbox.Result, reason watch.Reason) (watch.Exit, er
 		}
 	}
 	return watch.Exit{Code: code, Signal: sig}, nil
-}
-
-// replayable reports whether stdin can be given again to a run made
-// anew after its first container failed: none, or one read from its
-// start again.
-func replayable(stdin io.Reader) bool {
-	if stdin == nil {
-		return true
-	}
-	sk, ok := stdin.(io.Seeker)
-	if !ok {
-		return false
-	}
-	_, err := sk.Seek(0, io.SeekStart)
-	return err == nil
 }
 
 // notStarted is an error before the program was started.
