@@ -128,7 +128,7 @@ func Run(t *testing.T, env Env) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t)
 			if env.Leftovers != nil {
-				if err := waitClean(env.Leftovers); err != nil {
+				if err := waitClean(t, env.Leftovers); err != nil {
 					t.Errorf("left behind: %v", err)
 				}
 			}
@@ -140,16 +140,19 @@ func Run(t *testing.T, env Env) {
 }
 
 // waitClean gives the kernel a moment to finish tearing down what a run
-// released (namespaces and cgroups go away asynchronously).
-func waitClean(check func() error) error {
+// released (namespaces and cgroups go away asynchronously; docker removes
+// a cancelled run's container in the background): a second, times
+// testutil.TimeScale where everything runs slowly (under emulation that
+// removal alone takes longer).
+func waitClean(t *testing.T, check func() error) error {
+	t.Helper()
 	var err error
-	for range 50 {
-		if err = check(); err == nil {
-			return nil
+	for deadline := time.Now().Add(time.Duration(float64(time.Second) * testutil.TimeScale(t))); ; {
+		if err = check(); err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return err
 }
 
 type suite struct {
