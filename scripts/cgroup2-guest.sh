@@ -79,7 +79,7 @@ done
 if [ -n "$engine" ] && command -v dockerd >/dev/null; then
 	t0=$(date +%s)
 	# No bridge or iptables: every container of the backend has no network.
-	dockerd --iptables=false --ip6tables=false --bridge=none >/host/out/dockerd.log 2>&1 &
+	dockerd --iptables=false --ip6tables=false --bridge=none >/host/out/dockerd.txt 2>&1 &
 	for _ in $(seq 240); do
 		docker info >/dev/null 2>&1 && break
 		sleep 0.5

@@ -134,6 +134,9 @@ if [ ! -f "$image" ]; then
 	rm -f "$guest"/root*.img
 	printf '%s' "$stub" >"$root/sbin/cgroup2-init"
 	chmod 755 "$root/sbin/cgroup2-init"
+	# Room for what the suites write: the Docker engine's image and
+	# containers above all (the file is sparse; writes go to QEMU's
+	# snapshot, never to the cached image).
 	size=$(($(du -sm "$root" | cut -f1) + 3072))
 	mkfs.ext4 -q -F -L cgroup2root -d "$root" "$image.new" "${size}M"
 	mv "$image.new" "$image"
