@@ -19,7 +19,7 @@ test: ## vet and the whole test suite with the race detector (as root the privil
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
 
-test-cgroup2: ## the cgroup, native, bwrap and runner suites, as root and rootless, in a QEMU guest that mounts cgroup v2 only
+test-cgroup2: ## the cgroup, native, bwrap, docker, interpreter and runner suites, as root and rootless, in a QEMU guest that mounts cgroup v2 only
 	scripts/test-cgroup2.sh
 
 test-rootless: ## as root: the suites and the binary as an ordinary user, without and with a delegated cgroup

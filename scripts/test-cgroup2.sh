@@ -27,15 +27,43 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-$(command -v go 2>/dev/null || echo /usr/local/go/bin/go)}"
 # TestLanguages needs every toolchain of the default table; the guest has
-# sh, python3 and C/C++ only, so it runs without CI=true (missing
+# sh, python3, node and C/C++ only, so it runs without CI=true (missing
 # toolchains skip). The runner's tests that need other toolchains (Go,
 # Java) are left out, and so are the cgroup package's tests on fixture
 # trees (the guest has no source tree; they run on any host).
+#
+# The interpreter sessions run on native and bwrap in full, and on docker
+# with warm containers (their launcher, whose counters the backend reads
+# from the container's cgroup), in the cases that kill or end an
+# interpreter and look for what is left: emulated, each docker case takes
+# 20 to 70 s (a warm pool refilled beside it), all of them 500 s with
+# warm containers and 280 s more without. TestNativeMatplotlib needs
+# matplotlib, which the guest has not (150 MB, and a minute to import
+# emulated); the driver's side of figures runs everywhere (Figures).
+# TestNativeDriverNotReading is node's driver's own (20 s emulated).
+#
+# The docker backend's suite runs on the guest's engine (the cgroupfs
+# driver on cgroup v2) with an image made from the guest's root (sh,
+# coreutils, python3, node; no compiler, so no judge or language tests):
+# the conformance suite's cases that read the container's cgroup or hold
+# it to a limit (time, CPU, memory, processes, measures, a child left
+# running, a cancel), each with its look for leftovers, with and without
+# warm containers; the check that the counters are read from the
+# container's cgroup v2 directory; a reused container cleaned between
+# runs (its processes killed through cgroup.procs; not the same test
+# without reuse, 36 s); the launcher's runs, their limits and counters,
+# and its deaths; and the pool's cleanup and the removal of stale
+# containers. The launcher's protocol, the engine's faults and the
+# image's handling do not depend on cgroups, and run on any host.
 DEFAULT_SUITES="cgroup internal/cgroup root ^TestKernel -
 native sandbox/native root - ^TestLanguages\$
 native-languages sandbox/native root-noci ^TestLanguages\$ -
 bwrap sandbox/bwrap root - ^TestLanguages\$
 runner runner root ^(TestSmallMemoryLimit|TestSandboxPerTest|TestJudgeMemoryBounded|TestHostileCompiles|TestCompileWorkspaceCapped)\$ -
+interp interp root - ^(TestNativeMatplotlib|TestNativeDriverNotReading|TestDocker|TestDockerWarm)\$
+interp-docker-warm interp root ^TestDockerWarm\$/^(MemoryKillsOnlyItsSession|UninterruptibleRestarts|DeleteEndsEverything)\$ -
+docker-limits sandbox/docker root ^TestConformance\$/.*/^(True|WallTimeLimit|CPUTimeLimit|MemoryLimit|MemoryExceededByChild|ForkBomb|BackgroundChildKilled|Cancel|CPUAndMemoryMeasured|Samples)\$ -
+docker sandbox/docker root ^(TestLocateCgroup|TestKeyed|TestContainerCgroupHere|TestReuse|TestLaunchedEnds|TestLaunchedDeadLauncher|TestLauncherDiesAfterTake|TestWarmPool|TestWarmClose|TestWarmContainerGone|TestStaleContainersRemovedAtStart)\$ ^TestReuse\$/^per-run\$
 native-rootless sandbox/native rootless - ^TestLanguages\$
 bwrap-rootless sandbox/bwrap rootless - ^TestLanguages\$"
 # CI's set (SUITES=ci): the same less the conformance suite's repeats on
@@ -51,7 +79,9 @@ MEM="${MEM:-3G}"
 TIMEOUT="${TIMEOUT:-3600}"
 ACCEL="${ACCEL:-auto}"
 SUITE=bookworm
-PACKAGES="linux-image-amd64,initramfs-tools,kmod,python3,gcc,g++,libc6-dev,bubblewrap,procps,fontconfig,fonts-dejavu-core"
+# nodejs for the interpreter sessions' JavaScript, docker.io for the
+# docker backend's suite and the interpreters on docker.
+PACKAGES="linux-image-amd64,initramfs-tools,kmod,python3,gcc,g++,libc6-dev,bubblewrap,procps,fontconfig,fonts-dejavu-core,nodejs,docker.io"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "test-cgroup2: needs root (debootstrap, and the tests run as root)" >&2
@@ -104,7 +134,10 @@ if [ ! -f "$image" ]; then
 	rm -f "$guest"/root*.img
 	printf '%s' "$stub" >"$root/sbin/cgroup2-init"
 	chmod 755 "$root/sbin/cgroup2-init"
-	size=$(($(du -sm "$root" | cut -f1) + 1024))
+	# Room for what the suites write: the Docker engine's image and
+	# containers above all (the file is sparse; writes go to QEMU's
+	# snapshot, never to the cached image).
+	size=$(($(du -sm "$root" | cut -f1) + 3072))
 	mkfs.ext4 -q -F -L cgroup2root -d "$root" "$image.new" "${size}M"
 	mv "$image.new" "$image"
 fi

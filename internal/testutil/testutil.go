@@ -13,8 +13,10 @@ package testutil
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 )
 
@@ -41,6 +43,28 @@ func RequirePythonModule(t testing.TB, module string) {
 	t.Helper()
 	err := exec.Command("/usr/bin/python3", "-c", "import "+module).Run()
 	Require(t, err == nil, fmt.Sprintf("/usr/bin/python3 cannot import %s (%v): scripts/install-deps.sh installs it", module, err))
+}
+
+// TimeScaleEnv names the factor by which a test widens the time limit of
+// a program that must reach a given point before its limit passes (a
+// blocking call, a signal handler installed), where programs run much
+// slower than on an ordinary machine: the cgroup v2 guest under emulation
+// sets it. Unset, the factor is 1.
+const TimeScaleEnv = "CODERUNNER_TEST_TIME_SCALE"
+
+// TimeScale is the factor of TimeScaleEnv, from 1 to 100; any other value
+// fails the test rather than run it with limits it did not mean.
+func TimeScale(t testing.TB) float64 {
+	t.Helper()
+	v := os.Getenv(TimeScaleEnv)
+	if v == "" {
+		return 1
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 1 || f > 100 {
+		t.Fatalf("%s=%q: want a number from 1 to 100", TimeScaleEnv, v)
+	}
+	return f
 }
 
 // Rootless reports whether this is a rootless run of the suites

@@ -1,7 +1,17 @@
 package docker
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coderunner/coderunner/sandbox"
 )
 
 const v1MountInfo = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -77,4 +87,74 @@ func TestKeyed(t *testing.T) {
 	if _, err := keyed([]byte("oom_kill x\n"), "oom_kill"); err == nil {
 		t.Fatal("a malformed value was accepted")
 	}
+}
+
+// TestContainerCgroupHere: on a local engine the backend reads a
+// container's counters from its cgroup on this machine, in the hierarchy
+// the kernel mounts (v2 where /sys/fs/cgroup is cgroup2; required with
+// CODERUNNER_TEST_CGROUP2=1), not from the engine's slow stats: the
+// directory it found holds the container's processes and the memory
+// limit the engine set for the run, and a reading of it succeeds.
+func TestContainerCgroupHere(t *testing.T) {
+	b, spec := warmInternal(t, Options{})
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &fs); err != nil {
+		t.Fatal(err)
+	}
+	v2 := fs.Type == unix.CGROUP2_SUPER_MAGIC
+	if os.Getenv("CODERUNNER_TEST_CGROUP2") == "1" && !v2 {
+		t.Fatal("CODERUNNER_TEST_CGROUP2=1, and /sys/fs/cgroup is not cgroup v2")
+	}
+	spec.Limits.Memory = 96 * sandbox.MiB
+	s, err := sandbox.Prepared(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := b.images.forSpec(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bx, err := b.create(ctx, s, image, specKey(s, image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.discard(bx)
+	if bx.cg == nil {
+		t.Fatal("the container's cgroup was not found on this machine: its counters would come from the engine's stats")
+	}
+	if bx.cg.v2 != v2 {
+		t.Fatalf("read as v2=%v on a host whose /sys/fs/cgroup is v2=%v", bx.cg.v2, v2)
+	}
+	limitFile := "memory.limit_in_bytes"
+	if v2 {
+		limitFile = "memory.max"
+	}
+	if got, err := number(filepath.Join(bx.cg.mem, limitFile)); err != nil || got != spec.Limits.Memory {
+		t.Fatalf("%s of %s: %d, %v; want the run's %d", limitFile, bx.cg.mem, got, err, spec.Limits.Memory)
+	}
+	procs, err := os.ReadFile(filepath.Join(bx.cg.mem, "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := strings.Fields(string(procs))
+	if len(pids) == 0 {
+		t.Fatalf("%s holds no process", bx.cg.mem)
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		membership, err := os.ReadFile(filepath.Join("/proc", p, "cgroup"))
+		if err != nil {
+			continue // gone since
+		}
+		if !strings.Contains("\n"+string(membership), ":"+bx.cg.path+"\n") {
+			t.Errorf("process %d of %s is in %q, not %s", pid, bx.cg.mem, membership, bx.cg.path)
+		}
+	}
+	u, err := bx.cg.read()
+	if err != nil {
+		t.Fatalf("reading %s: %v", bx.cg.mem, err)
+	}
+	if u.memory <= 0 || u.peak < u.memory || u.oomKills != 0 {
+		t.Fatalf("a reading of a container that runs: %+v", u)
+	}
+	t.Logf("v2=%v %s: %+v", v2, bx.cg.mem, u)
 }

@@ -37,7 +37,7 @@ func (s *suite) runSeries(t *testing.T, reuser sandbox.Reuser) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, reuser)
 			if s.Leftovers != nil {
-				if err := waitClean(s.Leftovers); err != nil {
+				if err := waitClean(t, s.Leftovers); err != nil {
 					t.Errorf("left behind: %v", err)
 				}
 			}

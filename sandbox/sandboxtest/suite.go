@@ -129,7 +129,7 @@ func Run(t *testing.T, env Env) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t)
 			if env.Leftovers != nil {
-				if err := waitClean(env.Leftovers); err != nil {
+				if err := waitClean(t, env.Leftovers); err != nil {
 					t.Errorf("left behind: %v", err)
 				}
 			}
@@ -141,10 +141,14 @@ func Run(t *testing.T, env Env) {
 }
 
 // waitClean gives the kernel a moment to finish tearing down what a run
-// released (namespaces and cgroups go away asynchronously).
-func waitClean(check func() error) error {
+// released (namespaces and cgroups go away asynchronously; docker removes
+// a cancelled run's container in the background): 50 looks 20 ms apart,
+// times testutil.TimeScale where everything runs slowly (under emulation
+// that removal alone takes longer).
+func waitClean(t *testing.T, check func() error) error {
+	t.Helper()
 	var err error
-	for range 50 {
+	for range int(50 * testutil.TimeScale(t)) {
 		if err = check(); err == nil {
 			return nil
 		}
@@ -264,7 +268,10 @@ func (s *suite) testWorkingDirectory(t *testing.T) {
 
 func (s *suite) testWallTime(t *testing.T) {
 	spec := s.sh("echo started; sleep 30")
-	spec.Limits.WallTime = 300 * time.Millisecond
+	// The program must print before its limit passes, which counts from
+	// the backend's start of it (docker's exec included): under
+	// emulation that start alone may take longer than 300 ms.
+	spec.Limits.WallTime = time.Duration(float64(300*time.Millisecond) * testutil.TimeScale(t))
 	res := s.run(t, spec)
 	expect(t, res, sandbox.StatusTimeLimit)
 	if res.TimeLimit != "wall" || res.WallTime < spec.Limits.WallTime {
