@@ -130,20 +130,21 @@ func CollectArtifacts(dir string, skip func(rel string) bool) ([]Artifact, error
 // swapped can lead the host outside dir, or into a FIFO that blocks it.
 // Zero fields of lim take DefaultArtifactLimits.
 func CollectArtifactsWith(dir string, skip func(rel string) bool, lim ArtifactLimits) ([]Artifact, error) {
-	s := &scanner{lim: lim.withDefaults(), skip: skip, buf: make([]byte, 32<<10), h: sha256.New()}
-	err := s.scan(dir)
-	if errors.Is(err, errScanFull) {
-		err = nil
-	}
-	return s.out, err
+	return collect(skip, lim, func(s *scanner) error { return s.scan(dir) })
 }
 
 // CollectArtifactsIn is CollectArtifactsWith for the directory open at
 // root (a sandbox's private workspace, handed over by its backend), which
 // stays open.
 func CollectArtifactsIn(root *os.File, skip func(rel string) bool, lim ArtifactLimits) ([]Artifact, error) {
+	return collect(skip, lim, func(s *scanner) error { return s.scanRoot(root) })
+}
+
+// collect runs a scan and returns what it found: a scan that stopped at
+// one of its limits is not an error.
+func collect(skip func(rel string) bool, lim ArtifactLimits, scan func(*scanner) error) ([]Artifact, error) {
 	s := &scanner{lim: lim.withDefaults(), skip: skip, buf: make([]byte, 32<<10), h: sha256.New()}
-	err := s.scanRoot(root)
+	err := scan(s)
 	if errors.Is(err, errScanFull) {
 		err = nil
 	}

@@ -178,6 +178,9 @@ func (r *Recipe) UnmarshalYAML(n *yaml.Node) error {
 // returns the field's name in this table (the older shape's names map to
 // theirs), and known false for a key no recipe has.
 func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool, err error) {
+	if field, ok, err := r.decodeOlderField(key, v); ok {
+		return field, true, err
+	}
 	switch key {
 	case "id":
 		err = v.Decode(&r.ID)
@@ -185,40 +188,20 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 		err = v.Decode(&r.Aliases)
 	case "extensions":
 		err = v.Decode(&r.Extensions)
-	case "extension":
-		var ext string
-		if err = v.Decode(&ext); err == nil {
-			if ext != "" && !strings.HasPrefix(ext, ".") {
-				ext = "." + ext
-			}
-			r.Extensions = []string{ext}
-		}
-		key = "extensions"
 	case "compiled":
 		err = v.Decode(&r.Compiled)
 	case "source":
 		err = v.Decode(&r.Source)
 	case "compile":
-		// The older shape writes "compile: true" where this
-		// table says "compiled".
-		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
-			err = v.Decode(&r.Compiled)
-			key = "compiled"
-		} else {
-			err = v.Decode(&r.Compile)
-		}
+		err = v.Decode(&r.Compile)
 	case "sources":
 		err = v.Decode(&r.Sources)
 	case "project_file":
 		err = v.Decode(&r.ProjectFile)
 	case "project_compile":
 		err = v.Decode(&r.ProjectCompile)
-	case "compile_command":
-		err = v.Decode(&r.Compile)
-		key = "compile"
-	case "run", "command":
+	case "run":
 		err = v.Decode(&r.Run)
-		key = "run"
 	case "compiler_flags":
 		err = v.Decode(&r.CompilerFlags)
 	case "env":
@@ -249,6 +232,34 @@ func (r *Recipe) decodeField(key string, v *yaml.Node) (field string, known bool
 		return key, false, nil
 	}
 	return key, true, err
+}
+
+// decodeOlderField decodes the fields of the older shape whose name or
+// value differs from this table's, returning the name it has here; ok
+// is false for every other key.
+func (r *Recipe) decodeOlderField(key string, v *yaml.Node) (field string, ok bool, err error) {
+	switch key {
+	case "extension":
+		var ext string
+		if err = v.Decode(&ext); err == nil {
+			if ext != "" && !strings.HasPrefix(ext, ".") {
+				ext = "." + ext
+			}
+			r.Extensions = []string{ext}
+		}
+		return "extensions", true, err
+	case "compile":
+		// The older shape writes "compile: true" where this table says
+		// "compiled".
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+			return "compiled", true, v.Decode(&r.Compiled)
+		}
+	case "compile_command":
+		return "compile", true, v.Decode(&r.Compile)
+	case "command":
+		return "run", true, v.Decode(&r.Run)
+	}
+	return "", false, nil
 }
 
 // strictDecode decodes n into out refusing unknown keys, which Node.Decode

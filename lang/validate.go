@@ -101,20 +101,47 @@ func (r *Recipe) validate(id string) error {
 	if err := r.validateThreadEnv(f); err != nil {
 		return err
 	}
-	if seed := r.TmpSeed; seed != nil {
-		if len(seed.Run) == 0 {
-			return f("tmp_seed.run", "empty")
-		}
-		if err := checkArgv(seed.Run, set("tool", "root")); err != nil {
-			return f("tmp_seed.run", "%v", err)
-		}
-		if err := sandbox.ValidRelativePath(seed.Dir); err != nil {
-			return f("tmp_seed.dir", "%v", err)
-		}
+	if err := r.validateTmpSeed(f); err != nil {
+		return err
 	}
 	if r.MinProcesses < 0 || r.MinProcesses > 1024 {
 		return f("min_processes", "%d is out of range 0..1024", r.MinProcesses)
 	}
+	if err := r.validateMounts(f); err != nil {
+		return err
+	}
+	if err := checkArgv(r.Version, versionPlaceholders); err != nil {
+		return f("version", "%v", err)
+	}
+	if r.MemoryFactor < 0 || r.MemoryFactor > 16 {
+		return f("memory_factor", "%g is out of range 0..16", r.MemoryFactor)
+	}
+	if r.TimeoutFactor < 0 || r.TimeoutFactor > 16 {
+		return f("timeout_factor", "%g is out of range 0..16", r.TimeoutFactor)
+	}
+	return r.Toolchain.validate(f, r)
+}
+
+// validateTmpSeed checks tmp_seed, when the recipe has one.
+func (r *Recipe) validateTmpSeed(f func(field, format string, args ...any) error) error {
+	seed := r.TmpSeed
+	if seed == nil {
+		return nil
+	}
+	if len(seed.Run) == 0 {
+		return f("tmp_seed.run", "empty")
+	}
+	if err := checkArgv(seed.Run, set("tool", "root")); err != nil {
+		return f("tmp_seed.run", "%v", err)
+	}
+	if err := sandbox.ValidRelativePath(seed.Dir); err != nil {
+		return f("tmp_seed.dir", "%v", err)
+	}
+	return nil
+}
+
+// validateMounts checks each mount's source and target.
+func (r *Recipe) validateMounts(f func(field, format string, args ...any) error) error {
 	for i, m := range r.Mounts {
 		if !cleanAbs(m.Source) {
 			return f(fmt.Sprintf("mounts[%d].source", i), "%q is not a clean absolute path", m.Source)
@@ -127,16 +154,7 @@ func (r *Recipe) validate(id string) error {
 			return f(fmt.Sprintf("mounts[%d].target", i), "%v", err)
 		}
 	}
-	if err := checkArgv(r.Version, versionPlaceholders); err != nil {
-		return f("version", "%v", err)
-	}
-	if r.MemoryFactor < 0 || r.MemoryFactor > 16 {
-		return f("memory_factor", "%g is out of range 0..16", r.MemoryFactor)
-	}
-	if r.TimeoutFactor < 0 || r.TimeoutFactor > 16 {
-		return f("timeout_factor", "%g is out of range 0..16", r.TimeoutFactor)
-	}
-	return r.Toolchain.validate(f, r)
+	return nil
 }
 
 func (d *Discovery) validate(f func(field, format string, args ...any) error, r *Recipe) error {

@@ -273,7 +273,8 @@ func (w *syncBuffer) String() string {
 // not started.
 func TestGate(t *testing.T) {
 	p := &launched{}
-	if !p.abandon() || !p.abandon() || p.begin() {
+	first, again := p.abandon(), p.abandon()
+	if !first || !again || p.begin() {
 		t.Error("an abandoned run lets its stdin or output cross")
 	}
 	var out bytes.Buffer
@@ -284,7 +285,8 @@ func TestGate(t *testing.T) {
 		t.Errorf("an abandoned run passed %q on", out.String())
 	}
 	p = &launched{}
-	if !p.begin() || !p.begin() || p.abandon() {
+	first, again = p.begin(), p.begin()
+	if !first || !again || p.abandon() {
 		t.Error("a run that let something cross is found not started")
 	}
 }
