@@ -40,34 +40,34 @@
 #define CODERUNNER_NSINIT_H
 
 enum nsinit_op {
-	OP_ROOT = 1,	    /* path: mount the new root tmpfs there */
-	OP_MKDIR = 2,	    /* path, mode(octal), uid, gid */
-	OP_BIND = 3,	    /* src, dst, "ro"|"rw"|"ro,noexec" */
-	OP_SYMLINK = 4,	    /* target, linkpath */
-	OP_TMPFS = 5,	    /* dst, options */
-	OP_FILE = 6,	    /* path, content, mode(octal), uid, gid */
-	OP_PROC = 7,	    /* dst */
-	OP_HOSTNAME = 8,    /* name */
-	OP_LOOPBACK = 9,    /* (none) */
-	OP_CGROUPNS = 10,   /* (none) */
-	OP_RLIMIT = 11,	    /* resource, soft, hard (decimal) */
-	OP_USER = 12,	    /* uid, gid */
-	OP_CWD = 13,	    /* path */
-	OP_SECCOMP = 14,    /* struct sock_filter[] */
-	OP_ARGV = 15,	    /* args... */
-	OP_ENV = 16,	    /* env... */
-	OP_DEV = 17,	    /* name: bind /dev/<name> from the host */
-	OP_STDIN_NULL = 18, /* (none): the program reads /dev/null */
-	OP_PREOPEN = 19,    /* path: open a bind source a later phase may use */
-	OP_KEEP = 21,	    /* (dst, options)...: run in a mount namespace of
+	OP_ROOT = 1,		/* path: mount the new root tmpfs there */
+	OP_MKDIR = 2,		/* path, mode(octal), uid, gid */
+	OP_BIND = 3,		/* src, dst, "ro"|"rw"|"ro,noexec" */
+	OP_SYMLINK = 4,		/* target, linkpath */
+	OP_TMPFS = 5,		/* dst, options */
+	OP_FILE = 6,		/* path, content, mode(octal), uid, gid */
+	OP_PROC = 7,		/* dst */
+	OP_HOSTNAME = 8,	/* name */
+	OP_LOOPBACK = 9,	/* (none) */
+	OP_CGROUPNS = 10,	/* (none) */
+	OP_RLIMIT = 11,		/* resource, soft, hard (decimal) */
+	OP_USER = 12,		/* uid, gid */
+	OP_CWD = 13,		/* path */
+	OP_SECCOMP = 14,	/* struct sock_filter[] */
+	OP_ARGV = 15,		/* args... */
+	OP_ENV = 16,		/* env... */
+	OP_DEV = 17,		/* name: bind /dev/<name> from the host */
+	OP_STDIN_NULL = 18,	/* (none): the program reads /dev/null */
+	OP_PREOPEN = 19,	/* path: open a bind source a later phase may use */
+	OP_KEEP = 21,		/* (dst, options)...: run in a mount namespace of
 			    the run's own where each dst is a new tmpfs with
 			    options; after the program, kill what is left and
 			    wait for another run */
-	OP_USERNS_MAX = 22, /* name, value: write /proc/sys/user/<name> (a
+	OP_USERNS_MAX = 22,	/* name, value: write /proc/sys/user/<name> (a
 			       max_* entry) of the sandbox's user namespace */
-	OP_ATTACH = 23,	    /* dst: attach the detached mount that came with the
+	OP_ATTACH = 23,		/* dst: attach the detached mount that came with the
 			    second phase on dst */
-	OP_GIVEN = 24,	    /* path: the bind source path is the next descriptor
+	OP_GIVEN = 24,		/* path: the bind source path is the next descriptor
 			    that came with the first phase */
 	OP_SEND_WORKSPACE = 25, /* dir: send the run's dir, open, to the backend
 				   before the program starts */
